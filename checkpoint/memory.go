@@ -1,0 +1,417 @@
+package checkpoint
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+)
+
+// Memory is a Saver that keeps every checkpoint of every thread in memory,
+// for tests, demos and short-lived processes. It implements Lister,
+// ThreadDeleter, ThreadCopier and ThreadLocker, and is safe for concurrent
+// use. Put and PutWrites store deep copies and Get and List return deep
+// copies, so neither the caller's values nor the stored ones can change
+// behind the other's back.
+//
+// Each thread has its own lock, so runs on different threads do not wait for
+// each other. Get of the latest checkpoint, Get by id and Put cost the same
+// however long the thread is.
+//
+// The zero value is not ready for use; call NewMemory.
+type Memory struct {
+	mu      sync.RWMutex
+	threads map[string]*memThread
+	locks   ThreadLocks
+}
+
+type memThread struct {
+	mu      sync.RWMutex
+	deleted bool // set when DeleteThread detached this thread from the saver
+	spaces  map[string]*memSpace
+}
+
+// memSpace is one namespace of a thread.
+type memSpace struct {
+	ids  []string // sorted ascending; the last is the latest
+	recs map[string]*memRecord
+}
+
+// memRecord is one stored checkpoint. cp and md are owned by the record and
+// never mutated; writes is replaced whole on every change, so a reader that
+// copied the slice header under the lock may read it after unlocking.
+type memRecord struct {
+	cp     *Checkpoint
+	md     Metadata
+	writes []PendingWrite
+}
+
+// NewMemory returns an empty in-memory Saver.
+func NewMemory() *Memory {
+	return &Memory{threads: make(map[string]*memThread)}
+}
+
+var (
+	_ Saver         = (*Memory)(nil)
+	_ Lister        = (*Memory)(nil)
+	_ ThreadDeleter = (*Memory)(nil)
+	_ ThreadCopier  = (*Memory)(nil)
+	_ ThreadLocker  = (*Memory)(nil)
+)
+
+func (m *Memory) thread(id string) *memThread {
+	m.mu.RLock()
+	t := m.threads[id]
+	m.mu.RUnlock()
+	return t
+}
+
+// lockThreadForWrite returns the thread, created if need be, locked for
+// writing.
+func (m *Memory) lockThreadForWrite(id string) *memThread {
+	for {
+		t := m.thread(id)
+		if t == nil {
+			m.mu.Lock()
+			t = m.threads[id]
+			if t == nil {
+				t = &memThread{spaces: make(map[string]*memSpace)}
+				m.threads[id] = t
+			}
+			m.mu.Unlock()
+		}
+		t.mu.Lock()
+		if !t.deleted {
+			return t
+		}
+		// Deleted between lookup and lock: look again.
+		t.mu.Unlock()
+	}
+}
+
+// Get implements Saver.
+func (m *Memory) Get(ctx context.Context, cfg Config) (*Tuple, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if cfg.ThreadID == "" {
+		return nil, errNoThread("Get")
+	}
+	t := m.thread(cfg.ThreadID)
+	if t == nil {
+		return nil, notFound(cfg)
+	}
+	t.mu.RLock()
+	sp := t.spaces[cfg.Namespace]
+	var rec memRecord
+	var ok bool
+	if sp != nil {
+		id := cfg.CheckpointID
+		if id == "" && len(sp.ids) > 0 {
+			id = sp.ids[len(sp.ids)-1]
+		}
+		var r *memRecord
+		if r, ok = sp.recs[id]; ok {
+			rec = *r
+		}
+	}
+	t.mu.RUnlock()
+	if !ok {
+		return nil, notFound(cfg)
+	}
+	return rec.tuple(cfg.ThreadID, cfg.Namespace), nil
+}
+
+func (r *memRecord) tuple(threadID, ns string) *Tuple {
+	tp := &Tuple{
+		Config:        Config{ThreadID: threadID, Namespace: ns, CheckpointID: r.cp.ID},
+		Checkpoint:    r.cp.Clone(),
+		Metadata:      r.md.Clone(),
+		PendingWrites: cloneWrites(r.writes),
+	}
+	if r.cp.ParentID != "" {
+		tp.ParentConfig = &Config{ThreadID: threadID, Namespace: ns, CheckpointID: r.cp.ParentID}
+	}
+	return tp
+}
+
+// Put implements Saver. A checkpoint without an id gets one from NewID. Its
+// parent is cfg.CheckpointID, or cp.ParentID when cfg names none; the two
+// must agree when both are set. Putting an id that is already stored replaces
+// that checkpoint and its metadata and keeps its pending writes.
+func (m *Memory) Put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadata) (Config, error) {
+	if err := ctx.Err(); err != nil {
+		return Config{}, err
+	}
+	c, err := prepare(cfg, cp)
+	if err != nil {
+		return Config{}, err
+	}
+	md = md.Clone()
+	t := m.lockThreadForWrite(cfg.ThreadID)
+	defer t.mu.Unlock()
+	sp := t.spaces[cfg.Namespace]
+	if sp == nil {
+		sp = &memSpace{recs: make(map[string]*memRecord)}
+		t.spaces[cfg.Namespace] = sp
+	}
+	rec := &memRecord{cp: c, md: md}
+	if old, ok := sp.recs[c.ID]; ok {
+		rec.writes = old.writes
+	} else if n := len(sp.ids); n == 0 || sp.ids[n-1] < c.ID {
+		sp.ids = append(sp.ids, c.ID)
+	} else {
+		i, _ := slices.BinarySearch(sp.ids, c.ID)
+		sp.ids = slices.Insert(sp.ids, i, c.ID)
+	}
+	sp.recs[c.ID] = rec
+	return Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: c.ID}, nil
+}
+
+// prepare validates a Put and returns the copy of cp to store.
+func prepare(cfg Config, cp *Checkpoint) (*Checkpoint, error) {
+	if cfg.ThreadID == "" {
+		return nil, errNoThread("Put")
+	}
+	if cp == nil {
+		return nil, fmt.Errorf("%w: Put with a nil checkpoint", ErrInvalid)
+	}
+	if cfg.CheckpointID != "" && cp.ParentID != "" && cfg.CheckpointID != cp.ParentID {
+		return nil, fmt.Errorf("%w: Put of checkpoint %q: Config names parent %q but the checkpoint's ParentID is %q; make them agree",
+			ErrInvalid, cp.ID, cfg.CheckpointID, cp.ParentID)
+	}
+	c := cp.Clone()
+	if c.ID == "" {
+		c.ID = NewID()
+	}
+	if cfg.CheckpointID != "" {
+		c.ParentID = cfg.CheckpointID
+	}
+	if c.ParentID == c.ID {
+		return nil, fmt.Errorf("%w: checkpoint %q names itself as parent", ErrInvalid, c.ID)
+	}
+	c.TS = c.TS.Round(0) // drop the monotonic reading: stored times compare as wall times
+	return c, nil
+}
+
+// PutWrites implements Saver. The checkpoint cfg names must exist. Each
+// write is stored with TaskID set to taskID. Writes are keyed by (task,
+// Index), except on the special channels (see IsSpecialChannel), where a
+// task has at most one write per channel and a new one replaces the old.
+// Get returns the writes ordered by task id, and within a task the special
+// channels first (by name), then the others by Index.
+func (m *Memory) PutWrites(ctx context.Context, cfg Config, taskID string, writes []PendingWrite) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkWrites(cfg, taskID); err != nil {
+		return err
+	}
+	ws := cloneWrites(writes)
+	for i := range ws {
+		ws[i].TaskID = taskID
+	}
+	t := m.thread(cfg.ThreadID)
+	if t == nil {
+		return writesNotFound(cfg)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sp := t.spaces[cfg.Namespace]
+	if sp == nil {
+		return writesNotFound(cfg)
+	}
+	rec, ok := sp.recs[cfg.CheckpointID]
+	if !ok {
+		return writesNotFound(cfg)
+	}
+	merged := slices.Clone(rec.writes)
+	for _, w := range ws {
+		i, found := slices.BinarySearchFunc(merged, w, CompareWrites)
+		switch {
+		case !found:
+			merged = slices.Insert(merged, i, w)
+		case IsSpecialChannel(w.Channel):
+			merged[i] = w
+		}
+	}
+	// Replace, never modify: readers may hold the old slice.
+	sp.recs[cfg.CheckpointID] = &memRecord{cp: rec.cp, md: rec.md, writes: merged}
+	return nil
+}
+
+func checkWrites(cfg Config, taskID string) error {
+	if cfg.ThreadID == "" {
+		return errNoThread("PutWrites")
+	}
+	if cfg.CheckpointID == "" {
+		return fmt.Errorf("%w: PutWrites needs Config.CheckpointID: pass the Config that Put returned", ErrInvalid)
+	}
+	if taskID == "" {
+		return fmt.Errorf("%w: PutWrites with an empty task id", ErrInvalid)
+	}
+	return nil
+}
+
+// CompareWrites orders pending writes as Savers return them and says which
+// two are the same write: by task id; within a task, writes to special
+// channels first, by channel, then the other writes by Index. It returns 0
+// for two writes one of which replaces or duplicates the other.
+func CompareWrites(a, b PendingWrite) int {
+	if c := cmp.Compare(a.TaskID, b.TaskID); c != 0 {
+		return c
+	}
+	as, bs := IsSpecialChannel(a.Channel), IsSpecialChannel(b.Channel)
+	switch {
+	case as && bs:
+		return cmp.Compare(a.Channel, b.Channel)
+	case as:
+		return -1
+	case bs:
+		return 1
+	}
+	return cmp.Compare(a.Index, b.Index)
+}
+
+// List implements Lister: the checkpoints of cfg's thread and namespace,
+// newest first. When cfg.CheckpointID is set, only that checkpoint is
+// considered. The iterator reads the saver as it goes and holds no lock
+// while it yields.
+func (m *Memory) List(ctx context.Context, cfg Config, opts ListOptions) iter.Seq2[*Tuple, error] {
+	return func(yield func(*Tuple, error) bool) {
+		if cfg.ThreadID == "" {
+			yield(nil, errNoThread("List"))
+			return
+		}
+		t := m.thread(cfg.ThreadID)
+		if t == nil {
+			return
+		}
+		// cursor: the next checkpoint's id sorts before it ("" = no bound).
+		cursor := opts.Before
+		if cfg.CheckpointID != "" && (cursor == "" || cfg.CheckpointID < cursor) {
+			cursor = cfg.CheckpointID + "\x00"
+		}
+		n := 0
+		for opts.Limit <= 0 || n < opts.Limit {
+			if err := ctx.Err(); err != nil {
+				yield(nil, err)
+				return
+			}
+			var rec memRecord
+			found := false
+			t.mu.RLock()
+			if sp := t.spaces[cfg.Namespace]; sp != nil {
+				i := len(sp.ids)
+				if cursor != "" {
+					i, _ = slices.BinarySearch(sp.ids, cursor)
+				}
+				for i > 0 {
+					i--
+					r := sp.recs[sp.ids[i]]
+					if r.md.Matches(opts.Filter) {
+						rec, found = *r, true
+						break
+					}
+				}
+				if found {
+					cursor = rec.cp.ID
+				}
+			}
+			t.mu.RUnlock()
+			if !found || (cfg.CheckpointID != "" && rec.cp.ID != cfg.CheckpointID) {
+				return
+			}
+			n++
+			if !yield(rec.tuple(cfg.ThreadID, cfg.Namespace), nil) {
+				return
+			}
+		}
+	}
+}
+
+// DeleteThread implements ThreadDeleter. Deleting a thread that does not
+// exist is not an error.
+func (m *Memory) DeleteThread(ctx context.Context, threadID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if threadID == "" {
+		return errNoThread("DeleteThread")
+	}
+	m.mu.Lock()
+	t := m.threads[threadID]
+	delete(m.threads, threadID)
+	m.mu.Unlock()
+	if t != nil {
+		t.mu.Lock()
+		t.deleted = true
+		t.spaces = nil
+		t.mu.Unlock()
+	}
+	return nil
+}
+
+// CopyThread implements ThreadCopier: every checkpoint of every namespace,
+// with its metadata and pending writes, under the same ids. It returns an
+// error wrapping ErrNotFound when src has no checkpoints and one wrapping
+// ErrThreadExists when dst has some.
+func (m *Memory) CopyThread(ctx context.Context, src, dst string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if src == "" || dst == "" {
+		return errNoThread("CopyThread")
+	}
+	if src == dst {
+		return fmt.Errorf("%w: CopyThread from thread %q to itself", ErrInvalid, src)
+	}
+	st := m.thread(src)
+	if st == nil {
+		return fmt.Errorf("copy thread %q: %w", src, ErrNotFound)
+	}
+	// Records are immutable, so the copy shares them.
+	nt := &memThread{spaces: make(map[string]*memSpace)}
+	st.mu.RLock()
+	for ns, sp := range st.spaces {
+		nsp := &memSpace{ids: slices.Clone(sp.ids), recs: make(map[string]*memRecord, len(sp.recs))}
+		for id, r := range sp.recs {
+			nsp.recs[id] = &memRecord{cp: r.cp, md: r.md, writes: r.writes}
+		}
+		nt.spaces[ns] = nsp
+	}
+	st.mu.RUnlock()
+	if len(nt.spaces) == 0 {
+		return fmt.Errorf("copy thread %q: %w", src, ErrNotFound)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.threads[dst]; ok {
+		return fmt.Errorf("copy thread %q to %q: %w; delete it first or pick another id", src, dst, ErrThreadExists)
+	}
+	m.threads[dst] = nt
+	return nil
+}
+
+// TryLock implements ThreadLocker with a lock that is local to this
+// process.
+func (m *Memory) TryLock(threadID string) (unlock func(), err error) {
+	return m.locks.TryLock(threadID)
+}
+
+func errNoThread(op string) error {
+	return fmt.Errorf("%w: %s without a thread id: set Config.ThreadID", ErrInvalid, op)
+}
+
+func notFound(cfg Config) error {
+	if cfg.CheckpointID == "" {
+		return fmt.Errorf("thread %q namespace %q has no checkpoint: %w", cfg.ThreadID, cfg.Namespace, ErrNotFound)
+	}
+	return fmt.Errorf("checkpoint %q of thread %q namespace %q: %w", cfg.CheckpointID, cfg.ThreadID, cfg.Namespace, ErrNotFound)
+}
+
+func writesNotFound(cfg Config) error {
+	return fmt.Errorf("PutWrites: %w; Put the checkpoint before its writes", notFound(cfg))
+}
