@@ -1,0 +1,156 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+)
+
+// ToolSpec describes a tool to a model. Parameters is a JSON schema object
+// for the tool's arguments; nil means the tool takes no arguments.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// ToolChoice says whether and which tool the model must call. The zero value
+// (or ToolChoiceAuto) lets the model decide; ToolChoiceNone forbids tool
+// calls; ToolChoiceRequired demands at least one; any other value is the name
+// of the one tool the model must call (see ForceTool). A tool cannot be
+// forced by name if it is called "auto", "none" or "required".
+type ToolChoice string
+
+const (
+	ToolChoiceAuto     ToolChoice = ""
+	ToolChoiceNone     ToolChoice = "none"
+	ToolChoiceRequired ToolChoice = "required"
+)
+
+// ForceTool returns the ToolChoice that makes the model call the named tool.
+func ForceTool(name string) ToolChoice { return ToolChoice(name) }
+
+// Tool returns the name of the forced tool, or "" when c is auto, none or
+// required.
+func (c ToolChoice) Tool() string {
+	switch c {
+	case ToolChoiceAuto, "auto", ToolChoiceNone, ToolChoiceRequired:
+		return ""
+	}
+	return string(c)
+}
+
+// Request is one call to a chat model.
+type Request struct {
+	Messages   []Message
+	Tools      []ToolSpec
+	ToolChoice ToolChoice
+	// ParallelToolCalls, when set, allows or forbids several tool calls in
+	// one assistant message; nil leaves it to the model's default.
+	ParallelToolCalls *bool
+	// Temperature, when set, overrides the model's default sampling
+	// temperature.
+	Temperature *float64
+	// MaxTokens bounds the completion's length; 0 means no bound.
+	MaxTokens int
+}
+
+// Usage counts the tokens a call consumed.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Response is a model's whole answer: one assistant message.
+type Response struct {
+	Message Message
+	Usage   Usage
+	// FinishReason is the backend's reason for stopping, such as "stop",
+	// "length" or "tool_calls".
+	FinishReason string
+}
+
+// ToolCallDelta is a piece of a streamed tool call. Index identifies the
+// call within the message; the first piece of a call carries its ID and
+// Name, and the Arguments of all pieces concatenated are the call's argument
+// text. Assemble pieces with a ToolCallAssembler.
+type ToolCallDelta struct {
+	Index     int
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// Chunk is one element of a stream. Delta is new content text; ToolCalls are
+// pieces of tool calls; Usage is set when the backend reports usage. Done is
+// set on the last chunk only and holds the whole assembled response, so a
+// consumer that only wants the result can wait for it.
+type Chunk struct {
+	Delta     string
+	ToolCalls []ToolCallDelta
+	Usage     *Usage
+	Done      *Response
+}
+
+// ChatModel is a chat model with tools. Implementations are safe for
+// concurrent use.
+//
+// Generate returns the model's whole answer. Stream yields the answer as it
+// is produced and ends with a chunk whose Done is set; after an error it
+// yields nothing more. A consumer may stop a stream early; the
+// implementation then releases what it holds. Both stop promptly when ctx is
+// cancelled and return ctx's error. Both reject a request holding a message
+// that cannot be sent (see Validate) with ErrInvalidMessage.
+type ChatModel interface {
+	Generate(ctx context.Context, req Request) (Response, error)
+	Stream(ctx context.Context, req Request) iter.Seq2[Chunk, error]
+}
+
+// ErrInvalidMessage reports a message that cannot be sent to a model.
+var ErrInvalidMessage = errors.New("model: invalid message")
+
+// InvalidMessageError says which message of a request is invalid and why.
+// It matches ErrInvalidMessage with errors.Is.
+type InvalidMessageError struct {
+	Index  int
+	Role   Role
+	Reason string
+}
+
+func (e *InvalidMessageError) Error() string {
+	return fmt.Sprintf("model: message %d (role %q) cannot be sent: %s", e.Index, e.Role, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidMessage) true.
+func (e *InvalidMessageError) Is(target error) bool { return target == ErrInvalidMessage }
+
+// Validate checks that msgs can be sent to a model: known roles, no remove
+// markers (they belong to a reducer, not a prompt), tool messages naming the
+// call they answer, and tool calls with an id and a name. It returns an
+// *InvalidMessageError for the first message that fails.
+func Validate(msgs []Message) error {
+	for i, m := range msgs {
+		bad := func(reason string) error { return &InvalidMessageError{Index: i, Role: m.Role, Reason: reason} }
+		switch m.Role {
+		case RoleSystem, RoleUser:
+		case RoleAssistant:
+			for j, c := range m.ToolCalls {
+				if c.ID == "" || c.Name == "" {
+					return bad(fmt.Sprintf("tool call %d needs both an id and a name", j))
+				}
+			}
+		case RoleTool:
+			if m.ToolCallID == "" {
+				return bad("a tool message needs ToolCallID: build it with model.ToolResult or model.ToolError")
+			}
+		case RoleRemove:
+			return bad("a remove marker is an instruction for the AddMessages reducer; reduce it into the state instead of sending it")
+		default:
+			return bad("unknown role; use system, user, assistant or tool")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package model
+
+import (
+	"encoding/base32"
+	"encoding/binary"
+	"encoding/json"
+	"math/rand/v2"
+)
+
+// Role says who a Message is from. Its string value is what the JSON encoding
+// stores and never changes.
+type Role string
+
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+	// RoleRemove marks an instruction, not a message: the AddMessages reducer
+	// removes the message with this ID, or every message when the ID is
+	// RemoveAllID. It is never sent to a model; adapters reject it with
+	// ErrInvalidMessage.
+	RoleRemove Role = "remove"
+)
+
+// RemoveAllID is the ID of a RoleRemove marker that removes every message.
+const RemoveAllID = "__remove_all__"
+
+// ToolStatus says whether a tool message reports a result or a failure.
+type ToolStatus string
+
+const (
+	StatusOK    ToolStatus = "ok"
+	StatusError ToolStatus = "error"
+)
+
+// ToolCall is one call an assistant asks for. Arguments is a JSON value,
+// normally an object; see Arguments for how text that is not JSON is kept.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Message is one entry of a conversation. Its JSON encoding (field names as
+// tagged) is stored in checkpoints and stays readable across releases: fields
+// may be added, never renamed or repurposed.
+type Message struct {
+	ID      string `json:"id,omitempty"`
+	Role    Role   `json:"role"`
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant message asks for.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID links a tool message to the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Name is the tool's name on a tool message, or an optional participant
+	// name on other messages.
+	Name string `json:"name,omitempty"`
+	// Status is set on tool messages.
+	Status ToolStatus `json:"status,omitempty"`
+}
+
+// HasToolCalls reports whether m asks for at least one tool call.
+func (m Message) HasToolCalls() bool { return len(m.ToolCalls) > 0 }
+
+// System returns a new system message.
+func System(text string) Message { return Message{ID: NewID(), Role: RoleSystem, Content: text} }
+
+// User returns a new user message.
+func User(text string) Message { return Message{ID: NewID(), Role: RoleUser, Content: text} }
+
+// Assistant returns a new assistant message with optional tool calls.
+func Assistant(text string, calls ...ToolCall) Message {
+	return Message{ID: NewID(), Role: RoleAssistant, Content: text, ToolCalls: calls}
+}
+
+// ToolResult returns a new tool message answering call callID of tool name.
+func ToolResult(callID, name, content string) Message {
+	return Message{ID: NewID(), Role: RoleTool, Content: content, ToolCallID: callID, Name: name, Status: StatusOK}
+}
+
+// ToolError returns a new tool message telling the model that call callID of
+// tool name failed; content should say why and what to do instead.
+func ToolError(callID, name, content string) Message {
+	return Message{ID: NewID(), Role: RoleTool, Content: content, ToolCallID: callID, Name: name, Status: StatusError}
+}
+
+// Remove returns a marker that removes the message with the given id when
+// reduced into a conversation.
+func Remove(id string) Message { return Message{ID: id, Role: RoleRemove} }
+
+// RemoveAll returns a marker that removes every message of a conversation.
+func RemoveAll() Message { return Message{ID: RemoveAllID, Role: RoleRemove} }
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// NewID returns a new message id: "msg_" followed by 128 random bits in
+// lowercase base32. It draws from the runtime's per-thread generator, so
+// concurrent callers do not contend on a lock.
+func NewID() string {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
+	var out [4 + 26]byte
+	copy(out[:], "msg_")
+	idEncoding.Encode(out[4:], b[:])
+	return string(out[:])
+}
+
+// Arguments turns tool-call argument text as a model produced it into the
+// JSON value a ToolCall holds. Empty text becomes {}. Text that is not valid
+// JSON is kept as a JSON string holding that text, so the message stays
+// encodable in checkpoints and the tool layer can tell the model its
+// arguments were not a JSON object.
+func Arguments(text string) json.RawMessage {
+	if text == "" {
+		return json.RawMessage(`{}`)
+	}
+	if json.Valid([]byte(text)) {
+		return json.RawMessage(text)
+	}
+	quoted, _ := json.Marshal(text) // a string always marshals
+	return quoted
+}
