@@ -52,9 +52,11 @@ type Checkpoint struct {
 	// Deltas maps a channel to the encoded writes reduced into it at this
 	// step, in the order they were applied.
 	Deltas map[string][][]byte `json:"deltas,omitempty"`
-	// Versions is each channel's version after this step.
+	// Versions holds the new version of each channel this checkpoint changed;
+	// a channel's version is the latest one along the chain of parents.
 	Versions map[string]uint64 `json:"versions,omitempty"`
-	// Seen maps a node to the channel versions it had seen when it last ran.
+	// Seen maps each node that ran in this step to the channel versions it
+	// saw; the key "*" stands for every channel at or below that version.
 	Seen map[string]map[string]uint64 `json:"seen,omitempty"`
 	// Tasks are the tasks planned to run next.
 	Tasks []Task `json:"tasks,omitempty"`
