@@ -1,0 +1,637 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentgraph/agentgraph/checkpoint"
+)
+
+// How often a thread stores its whole state. Between two full checkpoints a
+// checkpoint holds only what its step changed, and an append-reduced key
+// stores only what was appended, so the bytes a step writes grow with the
+// step's writes, not with the thread. A full checkpoint is written when the
+// deltas since the last one outweigh it (so full copies add at most about
+// as many bytes as the deltas did: linear in total), or after maxChain
+// steps (so rebuilding a thread's state from storage reads at most maxChain
+// checkpoints). Continuing a thread in the same process reads none of them:
+// the compiled graph keeps the latest state of recent threads.
+const (
+	maxChain     = 1024
+	minFullBytes = 16 << 10
+)
+
+// Channels of pending writes besides the state keys.
+const (
+	routeChannel     = "__route__"
+	sendChannel      = "__send__"
+	overwritePrefix  = "__overwrite__:"
+	barrierPrefix    = "join:"
+	errorWriteIndex  = -1
+	interruptIndex   = -3
+	resumeWriteIndex = -4
+)
+
+type chainInfo struct {
+	length         int
+	bytesSinceFull int
+	fullBytes      int
+}
+
+type persister[S any] struct {
+	g          *Graph[S]
+	saver      checkpoint.Saver
+	codec      checkpoint.Codec
+	durability Durability
+	runID      string
+	extra      map[string]string
+
+	r        *runner[S]
+	cfg      checkpoint.Config // the last stored checkpoint: parent of the next
+	head     string            // the latest checkpoint, stored or (exit durability) not yet
+	pendMeta checkpoint.Metadata
+	pendNext []checkpoint.Task
+	chain    chainInfo
+	lastStep int
+
+	values   map[string][]byte
+	deltas   map[string][][]byte
+	versions map[string]uint64
+	seen     map[string]map[string]uint64
+	diffSize int
+	dirty    bool
+
+	queue chan func() error
+	wg    sync.WaitGroup
+	errMu sync.Mutex
+	err   error
+	ok    bool // the run's state matches what is stored
+}
+
+type loadedState[S any] struct {
+	threadState[S]
+	tuple *checkpoint.Tuple
+}
+
+func newPersister[S any](g *Graph[S], rc runConfig) *persister[S] {
+	p := &persister[S]{
+		g: g, saver: g.opts.saver, codec: g.opts.codec, durability: rc.durability,
+		runID: rc.cfg.RunID, extra: rc.metadata,
+		cfg: checkpoint.Config{ThreadID: rc.cfg.ThreadID, Namespace: rc.cfg.Namespace, CheckpointID: rc.cfg.CheckpointID},
+	}
+	p.resetDiff()
+	if p.durability == DurabilityAsync {
+		p.queue = make(chan func() error, 64)
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			for op := range p.queue {
+				if p.failed() {
+					continue
+				}
+				if err := op(); err != nil {
+					p.fail(err)
+				}
+			}
+		}()
+	}
+	return p
+}
+
+func (p *persister[S]) resetDiff() {
+	p.values, p.deltas, p.versions, p.seen = map[string][]byte{}, map[string][][]byte{}, map[string]uint64{}, nil
+	p.diffSize, p.dirty = 0, false
+}
+
+func (p *persister[S]) fail(err error) {
+	p.errMu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.errMu.Unlock()
+}
+
+func (p *persister[S]) failed() bool {
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	return p.err != nil
+}
+
+// do runs a saver operation now, or queues it behind the earlier ones.
+func (p *persister[S]) do(op func() error) error {
+	if p.queue != nil {
+		p.queue <- op
+		return nil
+	}
+	return op()
+}
+
+func (p *persister[S]) close() {
+	if p.queue != nil {
+		close(p.queue)
+		p.queue = nil
+		p.wg.Wait()
+	}
+}
+
+// finish stores what is not stored yet and waits for queued saves.
+func (p *persister[S]) finish(ctx context.Context) error {
+	if p.durability == DurabilityExit && p.dirty {
+		if err := p.flushExit(ctx); err != nil {
+			p.fail(err)
+		}
+	}
+	p.close()
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	if p.err != nil {
+		return fmt.Errorf("graph: saving checkpoint of thread %q: %w", p.cfg.ThreadID, p.err)
+	}
+	return nil
+}
+
+// load reads the checkpoint the run starts from, or returns nil for a new
+// thread.
+func (p *persister[S]) load(ctx context.Context, take bool) (*loadedState[S], error) {
+	tuple, err := p.saver.Get(ctx, p.cfg)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		if p.cfg.CheckpointID != "" {
+			return nil, fmt.Errorf("graph: thread %q has no checkpoint %q: %w", p.cfg.ThreadID, p.cfg.CheckpointID, err)
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("graph: loading thread %q: %w", p.cfg.ThreadID, err)
+	}
+	st := &loadedState[S]{tuple: tuple}
+	key := checkpoint.Config{ThreadID: p.cfg.ThreadID, Namespace: p.cfg.Namespace}
+	g := p.g
+	g.cacheMu.Lock()
+	cached := g.cache[key]
+	if cached != nil && cached.cpID == tuple.Checkpoint.ID {
+		if take {
+			delete(g.cache, key)
+		}
+	} else {
+		cached = nil
+	}
+	g.cacheMu.Unlock()
+	if cached != nil {
+		st.threadState = *cached
+	} else {
+		if err := p.rebuild(ctx, tuple, &st.threadState); err != nil {
+			return nil, err
+		}
+	}
+	p.cfg = tuple.Config
+	p.head = tuple.Checkpoint.ID
+	p.chain = st.chain
+	p.lastStep = st.step
+	p.ok = true
+	return st, nil
+}
+
+// rebuild replays the chain of checkpoints from the nearest full one.
+func (p *persister[S]) rebuild(ctx context.Context, tuple *checkpoint.Tuple, st *threadState[S]) error {
+	chain := []*checkpoint.Checkpoint{tuple.Checkpoint}
+	for cur := tuple.Checkpoint; !cur.Full; {
+		if cur.ParentID == "" {
+			return fmt.Errorf("graph: thread %q: checkpoint %s has no full ancestor: the thread's storage is damaged", p.cfg.ThreadID, cur.ID)
+		}
+		t, err := p.saver.Get(ctx, checkpoint.Config{ThreadID: p.cfg.ThreadID, Namespace: p.cfg.Namespace, CheckpointID: cur.ParentID})
+		if err != nil {
+			return fmt.Errorf("graph: thread %q: reading checkpoint %s: %w", p.cfg.ThreadID, cur.ParentID, err)
+		}
+		cur = t.Checkpoint
+		chain = append(chain, cur)
+	}
+	g := p.g
+	st.barriers = make([][]bool, len(g.joins))
+	for i, j := range g.joins {
+		st.barriers[i] = make([]bool, len(j.fromIdx))
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		cp := chain[i]
+		if err := p.replay(cp, st); err != nil {
+			return fmt.Errorf("graph: thread %q: checkpoint %s: %w", p.cfg.ThreadID, cp.ID, err)
+		}
+		size := cpSize(cp)
+		if cp.Full {
+			st.chain = chainInfo{fullBytes: size}
+		} else {
+			st.chain.length++
+			st.chain.bytesSinceFull += size
+		}
+	}
+	st.cpID = tuple.Checkpoint.ID
+	st.step = tuple.Metadata.Step
+	return nil
+}
+
+func (p *persister[S]) replay(cp *checkpoint.Checkpoint, st *threadState[S]) error {
+	g := p.g
+	for name, b := range cp.Values {
+		if ki, ok := g.keyByName[name]; ok {
+			if err := g.keys[ki].decodeValue(&st.state, p.codec, b); err != nil {
+				return err
+			}
+			continue
+		}
+		if strings.HasPrefix(name, barrierPrefix) {
+			for ji, j := range g.joins {
+				if j.channel == name {
+					var seen []string
+					if err := p.codec.Unmarshal(b, &seen); err != nil {
+						return fmt.Errorf("decode %s: %w", name, err)
+					}
+					for pos, f := range j.from {
+						st.barriers[ji][pos] = slices.Contains(seen, f)
+					}
+				}
+			}
+		}
+	}
+	for name, ds := range cp.Deltas {
+		ki, ok := g.keyByName[name]
+		if !ok {
+			return fmt.Errorf("checkpoint writes key %q, which this graph does not declare", name)
+		}
+		for _, b := range ds {
+			if err := g.keys[ki].decodeFold(&st.state, p.codec, b); err != nil {
+				return err
+			}
+		}
+	}
+	for _, v := range cp.Versions {
+		st.version = max(st.version, v)
+	}
+	return nil
+}
+
+func cpSize(cp *checkpoint.Checkpoint) int {
+	n := 0
+	for _, b := range cp.Values {
+		n += len(b)
+	}
+	for _, ds := range cp.Deltas {
+		for _, b := range ds {
+			n += len(b)
+		}
+	}
+	return n
+}
+
+// remember leaves the run's final state for the thread's next run.
+func (p *persister[S]) remember(r *runner[S]) {
+	g := p.g
+	key := checkpoint.Config{ThreadID: p.cfg.ThreadID, Namespace: p.cfg.Namespace}
+	g.cacheMu.Lock()
+	defer g.cacheMu.Unlock()
+	if !p.ok || p.failed() || p.cfg.CheckpointID == "" {
+		delete(g.cache, key)
+		return
+	}
+	if len(g.cache) >= maxCachedThreads {
+		for k := range g.cache {
+			delete(g.cache, k)
+			break
+		}
+	}
+	g.cache[key] = &threadState[S]{cpID: p.cfg.CheckpointID, state: r.state, barriers: r.barriers, version: r.version, chain: p.chain, step: p.lastStep}
+}
+
+// record notes one key's writes of the current step for the next checkpoint.
+func (p *persister[S]) record(k anyKey[S], s *S, ws []Write[S], version uint64) error {
+	name := k.Name()
+	p.dirty = true
+	p.versions[name] = version
+	whole := k.isLastValue()
+	for _, w := range ws {
+		if w.isOverwrite() {
+			whole = true
+		}
+	}
+	if whole {
+		b, err := k.encodeValue(s, p.codec)
+		if err != nil {
+			return fmt.Errorf("graph: encoding key %q: %w", name, err)
+		}
+		p.diffSize += len(b) - len(p.values[name])
+		p.values[name] = b
+		for _, d := range p.deltas[name] {
+			p.diffSize -= len(d)
+		}
+		delete(p.deltas, name)
+		return nil
+	}
+	for _, w := range ws {
+		b, err := k.encodeWrite(w, p.codec)
+		if err != nil {
+			return fmt.Errorf("graph: encoding a write to key %q: %w", name, err)
+		}
+		p.deltas[name] = append(p.deltas[name], b)
+		p.diffSize += len(b)
+	}
+	return nil
+}
+
+// commit ends a step: it makes the step's checkpoint and stores it as the
+// durability mode says. It returns the checkpoint's id, after which the next
+// tasks are named.
+func (p *persister[S]) commit(r *runner[S], source checkpoint.Source, ran, next []*task[S]) (string, error) {
+	p.dirty = true
+	if p.seen == nil {
+		p.seen = map[string]map[string]uint64{}
+	}
+	for _, t := range ran {
+		if t.node.idx >= 0 {
+			p.seen[t.node.name] = map[string]uint64{"*": r.version}
+		}
+	}
+	if err := p.recordBarriers(r); err != nil {
+		return "", err
+	}
+	id := checkpoint.NewID()
+	tasks := make([]checkpoint.Task, len(next))
+	for i, t := range next {
+		tasks[i] = checkpoint.Task{ID: id + "/" + strconv.Itoa(i), Node: t.node.name}
+		if t.push {
+			b, err := p.codec.Marshal(&t.input)
+			if err != nil {
+				return "", fmt.Errorf("graph: encoding the Send to %q: %w", t.node.name, err)
+			}
+			tasks[i].Input = b
+		}
+	}
+	md := checkpoint.Metadata{Source: source, Step: r.step, RunID: p.runID, Extra: p.extra}
+	p.lastStep = r.step
+	p.head = id
+	if p.durability == DurabilityExit {
+		p.pendMeta, p.pendNext = md, tasks
+		return id, nil
+	}
+	return id, p.store(p.build(r, id, tasks), md)
+}
+
+func (p *persister[S]) recordBarriers(r *runner[S]) error {
+	for ji, j := range p.g.joins {
+		seen := []string{}
+		for pos, ok := range r.barriers[ji] {
+			if ok {
+				seen = append(seen, j.from[pos])
+			}
+		}
+		b, err := p.codec.Marshal(seen)
+		if err != nil {
+			return err
+		}
+		p.values[j.channel] = b
+	}
+	return nil
+}
+
+// build turns the diff since the last stored checkpoint into a checkpoint,
+// or into a full one when the chain asks for it (see maxChain).
+func (p *persister[S]) build(r *runner[S], id string, tasks []checkpoint.Task) *checkpoint.Checkpoint {
+	cp := &checkpoint.Checkpoint{
+		V: checkpoint.Version, ID: id, ParentID: p.cfg.CheckpointID, TS: time.Now().UTC(),
+		Values: p.values, Deltas: p.deltas, Versions: p.versions, Seen: p.seen, Tasks: tasks,
+	}
+	full := cp.ParentID == "" || p.chain.length+1 >= maxChain ||
+		p.chain.bytesSinceFull+p.diffSize >= max(p.chain.fullBytes, minFullBytes)
+	if full {
+		if err := p.fill(r, cp); err != nil {
+			// Stay incremental; the next step tries again.
+			full = false
+			p.fail(err)
+		}
+	}
+	if full {
+		p.chain = chainInfo{fullBytes: cpSize(cp)}
+	} else {
+		p.chain.length++
+		p.chain.bytesSinceFull += p.diffSize
+	}
+	p.resetDiff()
+	return cp
+}
+
+// fill makes cp a full checkpoint: every key's whole value.
+func (p *persister[S]) fill(r *runner[S], cp *checkpoint.Checkpoint) error {
+	values := make(map[string][]byte, len(p.g.keys)+len(p.g.joins))
+	for _, k := range p.g.keys {
+		b, err := k.encodeValue(&r.state, p.codec)
+		if err != nil {
+			return fmt.Errorf("graph: encoding key %q: %w", k.Name(), err)
+		}
+		values[k.Name()] = b
+	}
+	for _, j := range p.g.joins {
+		values[j.channel] = cp.Values[j.channel]
+	}
+	versions := make(map[string]uint64, len(p.g.keys))
+	for _, k := range p.g.keys {
+		versions[k.Name()] = r.version
+	}
+	cp.Values, cp.Deltas, cp.Versions, cp.Full = values, nil, versions, true
+	return nil
+}
+
+func (p *persister[S]) store(cp *checkpoint.Checkpoint, md checkpoint.Metadata) error {
+	parent := p.cfg
+	p.cfg.CheckpointID = cp.ID
+	p.dirty = false
+	return p.do(func() error {
+		_, err := p.saver.Put(context.Background(), parent, cp, md)
+		return err
+	})
+}
+
+func (p *persister[S]) flushExit(_ context.Context) error {
+	if !p.dirty {
+		return nil
+	}
+	return p.store(p.build(p.r, p.head, p.pendNext), p.pendMeta)
+}
+
+// saveTasks stores, against the checkpoint that planned the step, what each
+// task of an unfinished step left: its writes and routes when it succeeded,
+// its error, or its interrupts.
+func (p *persister[S]) saveTasks(r *runner[S], tasks []*task[S]) error {
+	if p.durability == DurabilityExit {
+		if err := p.flushExit(r.ctx); err != nil {
+			return err
+		}
+	}
+	cfg := p.cfg
+	cfg.CheckpointID = p.head
+	for _, t := range tasks {
+		if t.done {
+			continue
+		}
+		var ws []checkpoint.PendingWrite
+		switch {
+		case t.err != nil:
+			ws = []checkpoint.PendingWrite{{TaskID: t.tc.id, Index: errorWriteIndex, Channel: checkpoint.ErrorChannel, Value: []byte(t.err.Error())}}
+		case t.interrupted:
+			b, err := p.codec.Marshal(t.tc.raised)
+			if err != nil {
+				return err
+			}
+			ws = []checkpoint.PendingWrite{{TaskID: t.tc.id, Index: interruptIndex, Channel: checkpoint.InterruptChannel, Value: b}}
+		default:
+			var err error
+			if ws, err = p.taskWrites(t); err != nil {
+				return err
+			}
+		}
+		id := t.tc.id
+		if err := p.do(func() error { return p.saver.PutWrites(context.Background(), cfg, id, ws) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type sendRecord[S any] struct {
+	Node  string `json:"node"`
+	State S      `json:"state"`
+}
+
+func (p *persister[S]) taskWrites(t *task[S]) ([]checkpoint.PendingWrite, error) {
+	ws := make([]checkpoint.PendingWrite, 0, len(t.upd.writes)+1+len(t.sends))
+	for i, w := range t.upd.writes {
+		b, err := w.key().encodeWrite(w, p.codec)
+		if err != nil {
+			return nil, err
+		}
+		ch := w.key().Name()
+		if w.isOverwrite() {
+			ch = overwritePrefix + ch
+		}
+		ws = append(ws, checkpoint.PendingWrite{TaskID: t.tc.id, Index: i, Channel: ch, Value: b})
+	}
+	names := make([]string, len(t.routes))
+	for i, ri := range t.routes {
+		names[i] = p.g.nodes[ri].name
+	}
+	b, err := p.codec.Marshal(names)
+	if err != nil {
+		return nil, err
+	}
+	ws = append(ws, checkpoint.PendingWrite{TaskID: t.tc.id, Index: len(t.upd.writes), Channel: routeChannel, Value: b})
+	for j, s := range t.sends {
+		b, err := p.codec.Marshal(sendRecord[S]{Node: s.Node, State: s.State})
+		if err != nil {
+			return nil, err
+		}
+		ws = append(ws, checkpoint.PendingWrite{TaskID: t.tc.id, Index: len(t.upd.writes) + 1 + j, Channel: sendChannel, Value: b})
+	}
+	return ws, nil
+}
+
+// saveResume stores the resume values a task will read, so that a run that
+// fails after resuming still has them.
+func (p *persister[S]) saveResume(r *runner[S], t *task[S]) error {
+	b, err := p.codec.Marshal(t.tc.resume)
+	if err != nil {
+		return err
+	}
+	cfg := p.cfg
+	cfg.CheckpointID = p.head
+	ws := []checkpoint.PendingWrite{{TaskID: t.tc.id, Index: resumeWriteIndex, Channel: checkpoint.ResumeChannel, Value: b}}
+	return p.do(func() error { return p.saver.PutWrites(context.Background(), cfg, t.tc.id, ws) })
+}
+
+// restoreTasks rebuilds the tasks a checkpoint planned, with what its pending
+// writes say about each: done (its writes are reapplied, it does not run
+// again), interrupted (with the resume values given so far), or to run.
+func (r *runner[S]) restoreTasks(st *loadedState[S]) ([]*task[S], error) {
+	g, p := r.g, r.p
+	cp := st.tuple.Checkpoint
+	tasks := make([]*task[S], 0, len(cp.Tasks))
+	byID := make(map[string]*task[S], len(cp.Tasks))
+	view := g.view(&r.state)
+	for _, ct := range cp.Tasks {
+		n, ok := g.byName[ct.Node]
+		if !ok {
+			return nil, fmt.Errorf("graph: thread %q: checkpoint %s plans node %q, which this graph lacks", p.cfg.ThreadID, cp.ID, ct.Node)
+		}
+		t := &task[S]{node: n, input: view}
+		t.tc = taskCtx{run: &r.shared, node: n.name, id: ct.ID}
+		if ct.Input != nil {
+			t.push = true
+			var in S
+			if err := p.codec.Unmarshal(ct.Input, &in); err != nil {
+				return nil, fmt.Errorf("graph: decoding the Send to %q: %w", ct.Node, err)
+			}
+			t.input = in
+		}
+		tasks = append(tasks, t)
+		byID[ct.ID] = t
+	}
+	pw := slices.Clone(st.tuple.PendingWrites)
+	slices.SortStableFunc(pw, func(a, b checkpoint.PendingWrite) int { return a.Index - b.Index })
+	failed := map[string]bool{}
+	for _, w := range pw {
+		if w.Channel == checkpoint.ErrorChannel {
+			failed[w.TaskID] = true
+		}
+	}
+	for _, w := range pw {
+		t := byID[w.TaskID]
+		if t == nil || failed[w.TaskID] {
+			continue
+		}
+		switch {
+		case w.Channel == checkpoint.InterruptChannel:
+			if err := p.codec.Unmarshal(w.Value, &t.tc.raised); err != nil {
+				return nil, err
+			}
+		case w.Channel == checkpoint.ResumeChannel:
+			if err := p.codec.Unmarshal(w.Value, &t.tc.resume); err != nil {
+				return nil, err
+			}
+		case w.Channel == routeChannel:
+			var names []string
+			if err := p.codec.Unmarshal(w.Value, &names); err != nil {
+				return nil, err
+			}
+			for _, name := range names {
+				if err := r.addRoute(t, name); err != nil {
+					return nil, err
+				}
+			}
+			t.done = true
+		case w.Channel == sendChannel:
+			var s sendRecord[S]
+			if err := p.codec.Unmarshal(w.Value, &s); err != nil {
+				return nil, err
+			}
+			t.sends = append(t.sends, Send[S]{Node: s.Node, State: s.State})
+		default:
+			name, over := strings.CutPrefix(w.Channel, overwritePrefix)
+			ki, ok := g.keyByName[name]
+			if !ok {
+				return nil, fmt.Errorf("graph: pending write to key %q, which this graph does not declare", name)
+			}
+			wr, err := g.keys[ki].decodeWrite(p.codec, w.Value, over)
+			if err != nil {
+				return nil, err
+			}
+			t.upd.writes = append(t.upd.writes, wr)
+		}
+	}
+	for _, t := range tasks {
+		if !t.done {
+			t.upd.writes = nil
+		}
+	}
+	return tasks, nil
+}

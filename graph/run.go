@@ -1,0 +1,760 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/agentgraph/agentgraph/checkpoint"
+)
+
+// runShared is the part of a run that tasks reach through their context.
+type runShared struct {
+	cfg   Config
+	modes Mode
+	saver bool
+	emit  func(t *taskCtx, mode Mode, data any)
+}
+
+type taskKey struct{}
+
+// taskCtx is what a node's context carries: where it runs, and the scratch
+// state of Interrupt.
+type taskCtx struct {
+	run    *runShared
+	node   string
+	step   int
+	id     string
+	resume []any
+	calls  int
+	raised []Interruption
+}
+
+func (t *taskCtx) taskID() string { return t.id }
+
+type task[S any] struct {
+	node  *nodeSpec[S]
+	tc    taskCtx
+	input S
+	push  bool
+	// results
+	upd         Update[S]
+	err         error
+	done        bool // restored from pending writes: not run again
+	interrupted bool
+	routes      []int
+	sends       []Send[S]
+	dur         time.Duration
+}
+
+type runner[S any] struct {
+	g      *Graph[S]
+	ctx    context.Context
+	rc     runConfig
+	shared runShared
+	yield  func(Event[S]) bool
+	stop   bool // the stream's consumer stopped
+	// initial, for a subgraph, is the state the run starts from.
+	initial *S
+
+	state    S
+	step     int
+	barriers [][]bool
+	version  uint64
+	p        *persister[S]
+
+	// scratch, reused across steps
+	buckets [][]Write[S]
+	touched []int
+	marks   []bool
+	events  chan streamItem
+}
+
+type streamItem struct {
+	t    *taskCtx
+	mode Mode
+	data any
+}
+
+func (g *Graph[S]) run(ctx context.Context, input Update[S], opts []RunOption, yield func(Event[S]) bool) (res Result[S], err error) {
+	return g.runWith(&runner[S]{g: g, yield: yield}, ctx, input, opts)
+}
+
+func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], opts []RunOption) (res Result[S], err error) {
+	yield := r.yield
+	r.rc.modes = ModeUpdates
+	for _, o := range opts {
+		o(&r.rc)
+	}
+	cfg := &r.rc.cfg
+	if cfg.RecursionLimit < 0 {
+		return res, fmt.Errorf("graph: recursion limit %d: must be at least 1 (0 means the default, %d)", cfg.RecursionLimit, DefaultRecursionLimit)
+	}
+	if cfg.RecursionLimit == 0 {
+		cfg.RecursionLimit = DefaultRecursionLimit
+	}
+	if cfg.RunID == "" {
+		cfg.RunID = checkpoint.NewID()
+	}
+	if yield == nil {
+		r.rc.modes = 0
+	} else {
+		r.rc.modes |= ModeInterrupt
+	}
+	r.shared = runShared{cfg: *cfg, modes: r.rc.modes, saver: g.opts.saver != nil && r.initial == nil, emit: r.emitFromTask}
+	if parent, ok := ctx.Value(taskKey{}).(*taskCtx); ok && r.initial != nil {
+		// A subgraph's nodes emit into the parent's stream, as the parent's node.
+		r.shared.modes = parent.run.modes & (ModeCustom | ModeMessages)
+		r.shared.emit = func(_ *taskCtx, mode Mode, data any) { parent.run.emit(parent, mode, data) }
+	}
+	var cancel context.CancelFunc
+	r.ctx, cancel = context.WithCancel(ctx)
+	defer cancel()
+	r.buckets = make([][]Write[S], len(g.keys))
+	r.marks = make([]bool, len(g.nodes))
+	r.barriers = make([][]bool, len(g.joins))
+	for i, j := range g.joins {
+		r.barriers[i] = make([]bool, len(j.fromIdx))
+	}
+
+	hasInput := len(input.writes) > 0 || len(input.gotos) > 0 || len(input.sends) > 0
+	var tasks []*task[S]
+	resuming := false
+	if g.opts.saver == nil || r.initial != nil {
+		if r.rc.resume != nil || cfg.CheckpointID != "" {
+			return res, fmt.Errorf("graph: resuming or replaying a run: %w", ErrNoSaver)
+		}
+		r.step = -2
+	} else {
+		if cfg.ThreadID == "" {
+			return res, ErrNoThread
+		}
+		if l, ok := g.opts.saver.(checkpoint.ThreadLocker); ok {
+			unlock, err := l.TryLock(cfg.ThreadID)
+			if err != nil {
+				return res, fmt.Errorf("graph: thread %q: %w (one run per thread at a time: wait for the other run to end)", cfg.ThreadID, err)
+			}
+			defer unlock()
+		}
+		r.p = newPersister(g, r.rc)
+		r.p.r = r
+		defer r.p.close()
+		st, err := r.p.load(r.ctx, true)
+		if err != nil {
+			return res, err
+		}
+		if st != nil {
+			r.state, r.barriers, r.version, r.step = st.state, st.barriers, st.version, st.step
+			if !hasInput {
+				tasks, err = r.restoreTasks(st)
+				if err != nil {
+					return res, err
+				}
+				resuming = true
+			}
+		} else {
+			if cfg.CheckpointID != "" {
+				return res, fmt.Errorf("graph: thread %q has no checkpoint %q: %w", cfg.ThreadID, cfg.CheckpointID, checkpoint.ErrNotFound)
+			}
+			r.step = -2
+		}
+		defer func() {
+			if perr := r.p.finish(context.WithoutCancel(ctx)); perr != nil && err == nil {
+				err = perr
+			}
+			res.Checkpoint = r.p.cfg
+			r.p.remember(r)
+		}()
+	}
+	if r.rc.resume != nil && (hasInput || !resuming) {
+		return res, errors.New("graph: Resume needs an interrupted thread and no input: call Invoke with an empty input and graph.Resume")
+	}
+	if resuming && r.rc.resume != nil {
+		if err := r.assignResume(tasks); err != nil {
+			return res, err
+		}
+	}
+
+	if !resuming {
+		// The input is the work of a virtual START task.
+		start := &task[S]{node: g.start, upd: input}
+		start.tc = taskCtx{run: &r.shared, node: START, step: r.step}
+		r.step++
+		if r.initial != nil {
+			r.state = *r.initial
+		}
+		if err := r.applyAndRoute([]*task[S]{start}); err != nil {
+			return res, err
+		}
+		tasks, err = r.plan([]*task[S]{start})
+		if err != nil {
+			return res, err
+		}
+		if r.p != nil {
+			id, err := r.p.commit(r, checkpoint.SourceInput, []*task[S]{start}, tasks)
+			if err != nil {
+				return res, err
+			}
+			r.assignTaskIDs(id, tasks)
+		}
+		r.emitValues()
+		r.step++
+	}
+
+	for steps := 0; len(tasks) > 0; steps++ {
+		if r.stop {
+			return r.result(nil), nil
+		}
+		if err := r.ctx.Err(); err != nil {
+			return res, fmt.Errorf("graph: run cancelled at step %d: %w", r.step, err)
+		}
+		if steps >= cfg.RecursionLimit {
+			return r.result(nil), &RecursionLimitError{Limit: cfg.RecursionLimit}
+		}
+		if r.g.interruptBefore != nil && !(resuming && steps == 0) {
+			for _, t := range tasks {
+				if t.node.idx >= 0 && r.g.interruptBefore[t.node.idx] && !t.done {
+					in := []Interruption{{ID: interruptID(t.tc.id, -1), Node: t.node.name, TaskID: t.tc.id, When: "before"}}
+					r.emitInterrupts(in)
+					return r.result(in), nil
+				}
+			}
+		}
+		r.runTasks(tasks)
+		if r.stop {
+			return r.result(nil), nil
+		}
+		if err := r.afterTasks(tasks); err != nil {
+			return r.result(nil), err
+		}
+		if in := r.interrupts(tasks); len(in) > 0 {
+			r.emitInterrupts(in)
+			return r.result(in), nil
+		}
+		if err := r.applyAndRoute(tasks); err != nil {
+			return r.result(nil), err
+		}
+		next, err := r.plan(tasks)
+		if err != nil {
+			return r.result(nil), err
+		}
+		if r.p != nil {
+			id, err := r.p.commit(r, checkpoint.SourceLoop, tasks, next)
+			if err != nil {
+				return r.result(nil), err
+			}
+			r.assignTaskIDs(id, next)
+		}
+		r.emitStep(tasks)
+		if r.g.interruptAfter != nil && len(next) > 0 {
+			for _, t := range tasks {
+				if t.node.idx >= 0 && r.g.interruptAfter[t.node.idx] {
+					in := []Interruption{{ID: interruptID(t.tc.id, -2), Node: t.node.name, TaskID: t.tc.id, When: "after"}}
+					r.emitInterrupts(in)
+					return r.result(in), nil
+				}
+			}
+		}
+		tasks = next
+		r.step++
+	}
+	return r.result(nil), nil
+}
+
+func (r *runner[S]) result(in []Interruption) Result[S] {
+	return Result[S]{State: r.g.view(&r.state), Interrupts: in}
+}
+
+// assignTaskIDs names the planned tasks after the checkpoint that planned
+// them, so the names survive a restart.
+func (r *runner[S]) assignTaskIDs(cpID string, tasks []*task[S]) {
+	prefix := cpID + "/"
+	for i, t := range tasks {
+		t.tc.id = prefix + strconv.Itoa(i)
+	}
+}
+
+// runTasks runs the step's tasks that are not already done: inline when
+// there is one, else concurrently, the first failure cancelling the others.
+func (r *runner[S]) runTasks(tasks []*task[S]) {
+	var todo []*task[S]
+	n := 0
+	var only *task[S]
+	for _, t := range tasks {
+		if !t.done {
+			n++
+			only = t
+		}
+	}
+	if n == 0 {
+		return
+	}
+	if n == 1 {
+		r.exec(r.ctx, only)
+		return
+	}
+	todo = make([]*task[S], 0, n)
+	for _, t := range tasks {
+		if !t.done {
+			todo = append(todo, t)
+		}
+	}
+	stepCtx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var sem chan struct{}
+	if r.rc.maxConcurrency > 0 {
+		sem = make(chan struct{}, r.rc.maxConcurrency)
+	}
+	if r.rc.modes&(ModeCustom|ModeMessages|ModeDebug) != 0 {
+		r.events = make(chan streamItem)
+	}
+	done := make(chan struct{})
+	for _, t := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if sem != nil {
+				select {
+				case sem <- struct{}{}:
+					defer func() { <-sem }()
+				case <-stepCtx.Done():
+					t.err = &NodeError{Node: t.node.name, Step: r.step, Err: stepCtx.Err()}
+					return
+				}
+			}
+			r.exec(stepCtx, t)
+			if t.err != nil && !t.interrupted {
+				cancel()
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	if r.events == nil {
+		<-done
+		return
+	}
+	for {
+		select {
+		case it := <-r.events:
+			r.deliver(it)
+		case <-done:
+			r.events = nil
+			return
+		}
+	}
+}
+
+// exec runs one task with its retry policy and timeout; a panic becomes a
+// NodeError.
+func (r *runner[S]) exec(ctx context.Context, t *task[S]) {
+	t.tc.run = &r.shared
+	t.tc.step = r.step
+	t.tc.node = t.node.name
+	tctx := context.WithValue(ctx, taskKey{}, &t.tc)
+	if r.rc.modes&ModeDebug != 0 {
+		r.emitFromTask(&t.tc, ModeDebug, &DebugInfo{Type: "task_start", Time: time.Now()})
+	}
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		t.tc.calls, t.tc.raised = 0, nil
+		t.upd, t.err = r.call(tctx, t)
+		if t.err == nil || t.node.retry == nil {
+			break
+		}
+		var ie *interruptSignal
+		if errors.As(t.err, &ie) || ctx.Err() != nil {
+			break
+		}
+		wait, again := t.node.retry.next(attempt, t.err)
+		if !again {
+			break
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	t.dur = time.Since(start)
+	if t.err != nil {
+		var ie *interruptSignal
+		if errors.As(t.err, &ie) {
+			t.interrupted = true
+			t.err = nil
+		} else {
+			var ne *NodeError
+			if !errors.As(t.err, &ne) || ne.Node != t.node.name {
+				t.err = &NodeError{Node: t.node.name, Step: r.step, Err: t.err}
+			}
+		}
+	}
+	if r.rc.modes&ModeDebug != 0 {
+		r.emitFromTask(&t.tc, ModeDebug, &DebugInfo{Type: "task_end", Time: time.Now(), Duration: t.dur, Err: t.err})
+	}
+}
+
+func (r *runner[S]) call(ctx context.Context, t *task[S]) (upd Update[S], err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &NodeError{Node: t.node.name, Step: r.step, Panic: true, Err: fmt.Errorf("%v\n%s", p, debug.Stack())}
+		}
+	}()
+	if t.node.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.node.timeout)
+		defer cancel()
+		upd, err = t.node.node.Run(ctx, t.input)
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("timed out after %v: %w", t.node.timeout, err)
+		}
+		return upd, err
+	}
+	return t.node.node.Run(ctx, t.input)
+}
+
+// afterTasks handles a step in which a task failed: the writes of the tasks
+// that succeeded are saved, so that resuming does not run them again.
+func (r *runner[S]) afterTasks(tasks []*task[S]) error {
+	var first error
+	for _, t := range tasks {
+		if t.err != nil && first == nil {
+			first = t.err
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	if r.p != nil {
+		if err := r.routeEach(tasks); err != nil {
+			return errors.Join(first, err)
+		}
+		if err := r.p.saveTasks(r, tasks); err != nil {
+			return errors.Join(first, err)
+		}
+	}
+	return first
+}
+
+// routeEach computes each finished task's routes on the state as its own
+// writes left it, for steps whose writes are not applied together.
+func (r *runner[S]) routeEach(tasks []*task[S]) error {
+	for _, t := range tasks {
+		if t.err != nil || t.interrupted || t.done {
+			continue
+		}
+		if err := r.route(t, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyAndRoute folds the step's writes into the state in task order and
+// computes where each task goes next.
+func (r *runner[S]) applyAndRoute(tasks []*task[S]) error {
+	// Routers read the state as their own task's writes left it. With one
+	// task that is the state after the step; with several, each task's
+	// writes are applied to a copy of the snapshot before the step's writes.
+	single := len(tasks) == 1
+	if !single {
+		for _, t := range tasks {
+			if t.done {
+				continue
+			}
+			if err := r.route(t, true); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.apply(tasks); err != nil {
+		return err
+	}
+	if single && !tasks[0].done {
+		return r.route(tasks[0], false)
+	}
+	return nil
+}
+
+func (r *runner[S]) apply(tasks []*task[S]) error {
+	g := r.g
+	for _, t := range tasks {
+		for _, w := range t.upd.writes {
+			ki, ok := g.keyIndex[w.key()]
+			if !ok {
+				return &InvalidUpdateError{Key: w.key().Name(), Nodes: []string{t.node.name}, Step: r.step, Msg: "the key is not declared in graph.New"}
+			}
+			if len(r.buckets[ki]) == 0 {
+				r.touched = append(r.touched, ki)
+			}
+			r.buckets[ki] = append(r.buckets[ki], w)
+		}
+	}
+	defer func() {
+		for _, ki := range r.touched {
+			clear(r.buckets[ki])
+			r.buckets[ki] = r.buckets[ki][:0]
+		}
+		r.touched = r.touched[:0]
+	}()
+	for _, ki := range r.touched {
+		ws := r.buckets[ki]
+		k := g.keys[ki]
+		over := 0
+		for _, w := range ws {
+			if w.isOverwrite() {
+				over++
+			}
+		}
+		switch {
+		case over > 1:
+			return &InvalidUpdateError{Key: k.Name(), Nodes: writers(tasks, k), Step: r.step, Msg: "two overwrites of one key in a step"}
+		case k.isLastValue() && len(ws) > 1:
+			return &InvalidUpdateError{Key: k.Name(), Nodes: writers(tasks, k), Step: r.step, Msg: "a last-value key takes one write per step: give the key a reducer, or write it from one node"}
+		}
+	}
+	if r.p != nil {
+		r.version++
+	}
+	for _, ki := range r.touched {
+		k := g.keys[ki]
+		if err := k.apply(&r.state, r.buckets[ki]); err != nil {
+			return err
+		}
+		if r.p != nil {
+			if err := r.p.record(k, &r.state, r.buckets[ki], r.version); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func writers[S any](tasks []*task[S], k anyKey[S]) []string {
+	var names []string
+	for _, t := range tasks {
+		for _, w := range t.upd.writes {
+			if w.key() == k {
+				names = append(names, t.node.name)
+			}
+		}
+	}
+	return names
+}
+
+// route computes where t goes: static edges are resolved at plan time; here
+// its routers, Gotos and Sends.
+func (r *runner[S]) route(t *task[S], local bool) error {
+	t.routes = t.routes[:0]
+	t.sends = t.sends[:0]
+	n := t.node
+	if len(n.branches) > 0 {
+		var s S
+		if local {
+			s = r.g.view(&r.state)
+			for i := range t.upd.writes {
+				w := t.upd.writes[i]
+				ki, ok := r.g.keyIndex[w.key()]
+				if !ok {
+					return &InvalidUpdateError{Key: w.key().Name(), Nodes: []string{n.name}, Step: r.step, Msg: "the key is not declared in graph.New"}
+				}
+				if err := r.g.keys[ki].apply(&s, t.upd.writes[i:i+1]); err != nil {
+					return err
+				}
+			}
+		} else {
+			s = r.g.view(&r.state)
+		}
+		ctx := context.WithValue(r.ctx, taskKey{}, &t.tc)
+		for _, b := range n.branches {
+			rt, err := b.router(ctx, s)
+			if err != nil {
+				return &RouteError{From: n.name, Step: r.step, Err: err}
+			}
+			for _, name := range rt.Nodes {
+				if b.pathMap != nil {
+					mapped, ok := b.pathMap[name]
+					if !ok {
+						return &RouteError{From: n.name, Step: r.step, Err: fmt.Errorf("router returned %q, which its path map lacks", name)}
+					}
+					name = mapped
+				}
+				if err := r.addRoute(t, name); err != nil {
+					return err
+				}
+			}
+			for _, s := range rt.Sends {
+				if err := r.addSend(t, s); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, name := range t.upd.gotos {
+		if err := r.addRoute(t, name); err != nil {
+			return err
+		}
+	}
+	for _, s := range t.upd.sends {
+		if err := r.addSend(t, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner[S]) addRoute(t *task[S], name string) error {
+	if name == END {
+		return nil
+	}
+	n, ok := r.g.byName[name]
+	if !ok {
+		return &RouteError{From: t.node.name, To: name, Step: r.step}
+	}
+	t.routes = append(t.routes, n.idx)
+	return nil
+}
+
+func (r *runner[S]) addSend(t *task[S], s Send[S]) error {
+	if _, ok := r.g.byName[s.Node]; !ok {
+		return &RouteError{From: t.node.name, To: s.Node, Step: r.step}
+	}
+	t.sends = append(t.sends, s)
+	return nil
+}
+
+// plan turns the step's routes into the next step's tasks: one task per
+// triggered node in name order, then one per Send in order.
+func (r *runner[S]) plan(tasks []*task[S]) ([]*task[S], error) {
+	g := r.g
+	marked := 0
+	mark := func(i int) {
+		if !r.marks[i] {
+			r.marks[i] = true
+			marked++
+		}
+	}
+	sends := 0
+	for _, t := range tasks {
+		for _, i := range t.node.next {
+			mark(i)
+		}
+		for _, i := range t.routes {
+			mark(i)
+		}
+		sends += len(t.sends)
+		for _, ji := range t.node.joins {
+			j := &g.joins[ji]
+			b := r.barriers[ji]
+			for p, f := range j.fromIdx {
+				if f == t.node.idx {
+					b[p] = true
+				}
+			}
+			if !slices.Contains(b, false) {
+				clear(b)
+				if j.toIdx >= 0 {
+					mark(j.toIdx)
+				}
+			}
+		}
+	}
+	if marked+sends == 0 {
+		return nil, nil
+	}
+	next := make([]*task[S], 0, marked+sends)
+	if marked > 0 {
+		view := g.view(&r.state)
+		for i, m := range r.marks {
+			if m {
+				r.marks[i] = false
+				next = append(next, &task[S]{node: g.nodes[i], input: view})
+			}
+		}
+		if len(next) > 1 {
+			slices.SortFunc(next, func(a, b *task[S]) int { return a.node.rank - b.node.rank })
+		}
+	}
+	for _, t := range tasks {
+		for _, s := range t.sends {
+			next = append(next, &task[S]{node: g.byName[s.Node], input: s.State, push: true})
+		}
+	}
+	for _, t := range next {
+		t.tc.node = t.node.name
+	}
+	return next, nil
+}
+
+// emitFromTask delivers an event raised inside a task: directly when the
+// task runs on the run's goroutine, through the step's channel otherwise.
+func (r *runner[S]) emitFromTask(t *taskCtx, mode Mode, data any) {
+	if r.rc.modes&mode == 0 || r.yield == nil {
+		return
+	}
+	if ch := r.events; ch != nil {
+		select {
+		case ch <- streamItem{t: t, mode: mode, data: data}:
+		case <-r.ctx.Done():
+		}
+		return
+	}
+	r.deliver(streamItem{t: t, mode: mode, data: data})
+}
+
+func (r *runner[S]) deliver(it streamItem) {
+	ev := Event[S]{Mode: it.mode, Step: it.t.step, Node: it.t.node, TaskID: it.t.id}
+	if it.mode == ModeDebug {
+		ev.Debug = it.data.(*DebugInfo)
+	} else {
+		ev.Data = it.data
+	}
+	r.send(ev)
+}
+
+func (r *runner[S]) send(ev Event[S]) {
+	if r.stop || r.yield == nil {
+		return
+	}
+	if !r.yield(ev) {
+		r.stop = true
+	}
+}
+
+func (r *runner[S]) emitValues() {
+	if r.rc.modes&ModeValues != 0 {
+		r.send(Event[S]{Mode: ModeValues, Step: r.step, State: r.g.view(&r.state)})
+	}
+}
+
+func (r *runner[S]) emitStep(tasks []*task[S]) {
+	if r.yield == nil {
+		return
+	}
+	if r.rc.modes&ModeUpdates != 0 {
+		for _, t := range tasks {
+			m := make(map[string]any, len(t.upd.writes))
+			for _, w := range t.upd.writes {
+				m[w.key().Name()] = w.value()
+			}
+			r.send(Event[S]{Mode: ModeUpdates, Step: r.step, Node: t.node.name, TaskID: t.tc.id, Update: m})
+		}
+	}
+	if r.rc.modes&ModeDebug != 0 {
+		r.send(Event[S]{Mode: ModeDebug, Step: r.step, Debug: &DebugInfo{Type: "step", Time: time.Now(), Tasks: len(tasks)}})
+	}
+	r.emitValues()
+}
+
+func (r *runner[S]) emitInterrupts(in []Interruption) {
+	r.send(Event[S]{Mode: ModeInterrupt, Step: r.step, Interrupts: in})
+}

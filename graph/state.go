@@ -1,0 +1,178 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/agentgraph/agentgraph/checkpoint"
+)
+
+// Snapshot is the state of a thread at one checkpoint.
+type Snapshot[S any] struct {
+	Values       S
+	Next         []string
+	Config       checkpoint.Config
+	ParentConfig *checkpoint.Config
+	Metadata     checkpoint.Metadata
+	CreatedAt    time.Time
+	Tasks        []TaskInfo
+	Interrupts   []Interruption
+}
+
+// TaskInfo is a task a checkpoint planned and what became of it so far.
+type TaskInfo struct {
+	ID         string
+	Node       string
+	Done       bool
+	Err        string
+	Interrupts []Interruption
+}
+
+func (g *Graph[S]) stateRunner(ctx context.Context, cfg checkpoint.Config, take bool) (*runner[S], *loadedState[S], error) {
+	if g.opts.saver == nil {
+		return nil, nil, ErrNoSaver
+	}
+	if cfg.ThreadID == "" {
+		return nil, nil, ErrNoThread
+	}
+	r := &runner[S]{g: g, ctx: ctx}
+	r.rc.cfg = Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: cfg.CheckpointID, RunID: checkpoint.NewID()}
+	r.rc.durability = DurabilitySync
+	r.shared = runShared{cfg: r.rc.cfg, saver: true, emit: r.emitFromTask}
+	r.buckets = make([][]Write[S], len(g.keys))
+	r.marks = make([]bool, len(g.nodes))
+	r.barriers = make([][]bool, len(g.joins))
+	for i, j := range g.joins {
+		r.barriers[i] = make([]bool, len(j.fromIdx))
+	}
+	r.p = newPersister(g, r.rc)
+	r.p.r = r
+	st, err := r.p.load(ctx, take)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st != nil {
+		r.state, r.barriers, r.version, r.step = st.state, st.barriers, st.version, st.step
+	} else {
+		r.step = -2
+	}
+	return r, st, nil
+}
+
+// GetState returns the thread's state at cfg (its latest checkpoint when
+// cfg.CheckpointID is empty).
+func (g *Graph[S]) GetState(ctx context.Context, cfg checkpoint.Config) (Snapshot[S], error) {
+	r, st, err := g.stateRunner(ctx, cfg, false)
+	if r != nil {
+		defer r.p.close()
+	}
+	if err != nil {
+		return Snapshot[S]{}, err
+	}
+	if st == nil {
+		return Snapshot[S]{Config: cfg}, fmt.Errorf("graph: thread %q: %w", cfg.ThreadID, checkpoint.ErrNotFound)
+	}
+	return r.snapshot(st)
+}
+
+func (r *runner[S]) snapshot(st *loadedState[S]) (Snapshot[S], error) {
+	t := st.tuple
+	snap := Snapshot[S]{
+		Values: r.g.view(&r.state), Config: t.Config, ParentConfig: t.ParentConfig,
+		Metadata: t.Metadata, CreatedAt: t.Checkpoint.TS,
+	}
+	tasks, err := r.restoreTasks(st)
+	if err != nil {
+		return snap, err
+	}
+	failed := map[string]string{}
+	for _, w := range t.PendingWrites {
+		if w.Channel == checkpoint.ErrorChannel {
+			failed[w.TaskID] = string(w.Value)
+		}
+	}
+	for _, tk := range tasks {
+		info := TaskInfo{ID: tk.tc.id, Node: tk.node.name, Done: tk.done, Err: failed[tk.tc.id], Interrupts: tk.tc.raised}
+		snap.Tasks = append(snap.Tasks, info)
+		snap.Next = append(snap.Next, tk.node.name)
+		snap.Interrupts = append(snap.Interrupts, tk.tc.raised...)
+	}
+	return snap, nil
+}
+
+// GetStateHistory yields the thread's checkpoints as snapshots, newest
+// first. It needs a saver that implements checkpoint.Lister.
+func (g *Graph[S]) GetStateHistory(ctx context.Context, cfg checkpoint.Config, opts checkpoint.ListOptions) iter.Seq2[Snapshot[S], error] {
+	return func(yield func(Snapshot[S], error) bool) {
+		l, ok := g.opts.saver.(checkpoint.Lister)
+		if !ok {
+			yield(Snapshot[S]{}, errors.New("graph: GetStateHistory: the saver cannot list checkpoints (it does not implement checkpoint.Lister)"))
+			return
+		}
+		for t, err := range l.List(ctx, cfg, opts) {
+			if err != nil {
+				yield(Snapshot[S]{}, err)
+				return
+			}
+			snap, err := g.GetState(ctx, t.Config)
+			if !yield(snap, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// UpdateState writes upd to the thread at cfg as if node asNode had returned
+// it: the writes go through the keys' reducers, a new checkpoint (source
+// "update") is stored after cfg's checkpoint, and asNode's edges decide what
+// runs next when the thread continues. asNode START treats upd as input; END
+// leaves nothing to run. Updating an old checkpoint forks the thread there:
+// the old branch stays as it was.
+func (g *Graph[S]) UpdateState(ctx context.Context, cfg checkpoint.Config, upd Update[S], asNode string) (checkpoint.Config, error) {
+	if l, ok := g.opts.saver.(checkpoint.ThreadLocker); ok && cfg.ThreadID != "" {
+		unlock, err := l.TryLock(cfg.ThreadID)
+		if err != nil {
+			return cfg, fmt.Errorf("graph: UpdateState on thread %q: %w", cfg.ThreadID, err)
+		}
+		defer unlock()
+	}
+	r, _, err := g.stateRunner(ctx, cfg, true)
+	if err != nil {
+		return cfg, err
+	}
+	defer r.p.close()
+	var spec *nodeSpec[S]
+	switch asNode {
+	case START, "":
+		spec = g.start
+	case END:
+		spec = &nodeSpec[S]{name: END, idx: -1}
+	default:
+		var ok bool
+		if spec, ok = g.byName[asNode]; !ok {
+			return cfg, fmt.Errorf("graph: UpdateState as unknown node %q", asNode)
+		}
+	}
+	r.step++
+	t := &task[S]{node: spec, upd: upd}
+	t.tc = taskCtx{run: &r.shared, node: spec.name, step: r.step}
+	if err := r.applyAndRoute([]*task[S]{t}); err != nil {
+		return cfg, err
+	}
+	next, err := r.plan([]*task[S]{t})
+	if err != nil {
+		return cfg, err
+	}
+	if _, err := r.p.commit(r, checkpoint.SourceUpdate, []*task[S]{t}, next); err != nil {
+		return cfg, err
+	}
+	if err := r.p.finish(ctx); err != nil {
+		return cfg, err
+	}
+	r.p.ok = true
+	r.p.remember(r)
+	return r.p.cfg, nil
+}
