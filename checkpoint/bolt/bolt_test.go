@@ -1,0 +1,32 @@
+package bolt_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/agentgraph/agentgraph/checkpoint"
+	"github.com/agentgraph/agentgraph/checkpoint/bolt"
+	"github.com/agentgraph/agentgraph/checkpoint/checkpointtest"
+)
+
+func open(t testing.TB, opts ...bolt.Option) *bolt.Saver {
+	t.Helper()
+	s, err := bolt.Open(filepath.Join(t.TempDir(), "threads.db"), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return open(t) })
+}
+
+func TestConformanceNoSync(t *testing.T) {
+	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return open(t, bolt.NoSync()) })
+}
