@@ -30,7 +30,7 @@ type server struct {
 
 func newServer(t *testing.T, handlers ...http.HandlerFunc) *server {
 	t.Helper()
-	s := &server{bodies: make(chan map[string]any, 16), headers: make(chan http.Header, 16), handlers: handlers}
+	s := &server{bodies: make(chan map[string]any, 64), headers: make(chan http.Header, 64), handlers: handlers}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := int(s.hits.Add(1))
 		if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
@@ -590,5 +590,35 @@ func TestRejectsUnsendableMessages(t *testing.T) {
 	}
 	if s.hits.Load() != 0 {
 		t.Fatal("an invalid request reached the server")
+	}
+}
+
+func TestConcurrentGenerate(t *testing.T) {
+	const n = 16
+	handlers := make([]http.HandlerFunc, n)
+	for i := range handlers {
+		if i%4 == 0 {
+			handlers[i] = jsonReply(503, serverErrorBody) // some calls retry
+		} else {
+			handlers[i] = jsonReply(200, completionText)
+		}
+	}
+	s := newServer(t, append(handlers, jsonReply(200, completionText), jsonReply(200, completionText),
+		jsonReply(200, completionText), jsonReply(200, completionText))...)
+	m := s.model(t)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			resp, err := m.Generate(context.Background(), model.Request{Messages: []model.Message{model.User("hi")}})
+			if err == nil && resp.Message.Content != "Tool said:\n42" {
+				err = fmt.Errorf("content %q", resp.Message.Content)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }
