@@ -1,0 +1,432 @@
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentgraph/agentgraph/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// Errors of this backend, beyond the sandbox sentinels.
+var (
+	// ErrInitMissing means the program never called Init, so the isolation helper cannot start.
+	ErrInitMissing = fmt.Errorf("%w: local.Init was not called: call local.Init() as the first statement of "+
+		"main (and of TestMain in tests)", sandbox.ErrUnsupported)
+)
+
+// Backend runs sandboxes on this machine. Its methods are safe for concurrent use; Close stops the TTL reaper.
+type Backend struct {
+	cfg     config
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	running map[string]*detached // detached commands started by this process, by command id
+}
+
+var _ sandbox.Backend = (*Backend)(nil)
+
+type config struct {
+	root         string
+	python       []string
+	reapInterval time.Duration
+	outputLimit  int
+	logger       *slog.Logger
+	unsafeNoIso  bool
+	hostUIDBase  int
+	cgroups      bool
+	landlock     bool
+}
+
+// Option configures New.
+type Option func(*config)
+
+// WithRoot sets the directory that holds every sandbox's state and files. The default is
+// /var/lib/agentgraph/sandboxes for root and $XDG_STATE_HOME/agentgraph/sandboxes (else
+// ~/.local/state/agentgraph/sandboxes) for other users.
+func WithRoot(dir string) Option { return func(c *config) { c.root = dir } }
+
+// WithPython sets the interpreter that `python3` and `python` run inside the sandbox, with its leading
+// arguments; the default is /usr/bin/python3 -I. The path must lie under a directory of the read-only root
+// (/usr by default).
+func WithPython(path string, args ...string) Option {
+	return func(c *config) { c.python = append([]string{path}, args...) }
+}
+
+// WithReapInterval sets how often sandboxes past their TTL are stopped; zero disables the periodic reaper
+// (New still reaps once).
+func WithReapInterval(d time.Duration) Option { return func(c *config) { c.reapInterval = d } }
+
+// WithOutputLimit sets how many bytes of each of stdout and stderr a command keeps (its tail); default 1 MiB.
+func WithOutputLimit(n int) Option { return func(c *config) { c.outputLimit = n } }
+
+// WithLogger sets where warnings go; the default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithoutCgroups makes root use rlimits instead of cgroups, as an unprivileged user must.
+func WithoutCgroups() Option { return func(c *config) { c.cgroups = false } }
+
+// UnsafeNoIsolation runs commands as plain child processes with none of the isolation: the code can read
+// and change everything the calling user can. It exists for hosts without user namespaces and logs a warning
+// at every Create.
+func UnsafeNoIsolation() Option { return func(c *config) { c.unsafeNoIso = true } }
+
+// DefaultRoot returns the root directory New uses when WithRoot is not given.
+func DefaultRoot() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/agentgraph/sandboxes"
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "agentgraph", "sandboxes")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = os.TempDir()
+	}
+	return filepath.Join(home, ".local", "state", "agentgraph", "sandboxes")
+}
+
+// New opens (creating if needed) a backend rooted at its root directory, stops sandboxes past their TTL and
+// removes what crashed processes left, and starts the periodic reaper.
+func New(opts ...Option) (*Backend, error) {
+	cfg := config{
+		python:       []string{"/usr/bin/python3", "-I"},
+		reapInterval: time.Minute,
+		outputLimit:  1 << 20,
+		hostUIDBase:  200000,
+		cgroups:      os.Geteuid() == 0,
+		landlock:     true,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.root == "" {
+		cfg.root = DefaultRoot()
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	root, err := filepath.Abs(cfg.root)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox root %q: %w", cfg.root, err)
+	}
+	cfg.root = root
+	// 0711: the helper, running as the sandbox's host uid, must traverse to nothing here (it gets
+	// descriptors), but others must not list sandbox ids.
+	if err := os.MkdirAll(root, 0o711); err != nil {
+		return nil, fmt.Errorf("create sandbox root %s: %w (choose another with local.WithRoot)", root, err)
+	}
+	if cfg.cgroups && !cgroupsAvailable() {
+		cfg.cgroups = false
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Backend{cfg: cfg, cancel: cancel, done: make(chan struct{}), running: map[string]*detached{}}
+	if _, err := b.Reap(ctx); err != nil {
+		cfg.logger.Warn("sandbox: reaping expired sandboxes failed", "err", err)
+	}
+	go b.reaper(ctx)
+	return b, nil
+}
+
+// Close stops the periodic reaper and kills the detached commands this backend started. Sandboxes stay.
+func (b *Backend) Close() error {
+	b.cancel()
+	<-b.done
+	b.mu.Lock()
+	ds := make([]*detached, 0, len(b.running))
+	for _, d := range b.running {
+		ds = append(ds, d)
+	}
+	b.mu.Unlock()
+	for _, d := range ds {
+		d.kill()
+		<-d.exited
+	}
+	return nil
+}
+
+// Root returns the directory that holds the sandboxes.
+func (b *Backend) Root() string { return b.cfg.root }
+
+func (b *Backend) reaper(ctx context.Context) {
+	defer close(b.done)
+	if b.cfg.reapInterval <= 0 {
+		return
+	}
+	t := time.NewTicker(b.cfg.reapInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := b.Reap(ctx); err != nil {
+				b.cfg.logger.Warn("sandbox: reaping expired sandboxes failed", "err", err)
+			}
+		}
+	}
+}
+
+// Reap stops every running sandbox past its TTL and clears what dead processes left behind (their run
+// records and empty cgroups). New calls it once and then every reap interval; the CLI's gc calls it too,
+// which is how sandboxes expire even when the process that created them died.
+func (b *Backend) Reap(ctx context.Context) ([]string, error) {
+	infos, err := b.List(ctx, sandbox.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	var stopped []string
+	now := time.Now()
+	var errs []error
+	for _, in := range infos {
+		s := b.handle(in.ID)
+		if in.State == sandbox.StateRunning && !in.ExpiresAt.IsZero() && now.After(in.ExpiresAt) {
+			if err := s.Stop(ctx); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+				errs = append(errs, err)
+				continue
+			}
+			stopped = append(stopped, in.ID)
+			continue
+		}
+		s.pruneRuns()
+	}
+	return stopped, errors.Join(errs...)
+}
+
+// meta is the on-disk record of a sandbox: <root>/<id>/sandbox.json.
+type meta struct {
+	sandbox.Info
+	TTL     time.Duration     `json:"ttl"`
+	Env     map[string]string `json:"env,omitempty"`
+	HostUID int               `json:"hostUid"`
+}
+
+const idAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+func newID(prefix string) string {
+	b := make([]byte, 10)
+	rand.Read(b)
+	for i := range b {
+		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
+	}
+	return prefix + string(b)
+}
+
+func validID(id string) bool {
+	rest, ok := strings.CutPrefix(id, "sb_")
+	if !ok || len(rest) == 0 || len(rest) > 64 {
+		return false
+	}
+	for _, c := range rest {
+		if !strings.ContainsRune(idAlphabet, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// Create makes a sandbox: a directory with its record, home and /tmp. No process runs until Exec.
+func (b *Backend) Create(ctx context.Context, opts sandbox.CreateOptions) (sandbox.Sandbox, error) {
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	size := opts.Size
+	if size == "" {
+		size = sandbox.SizeDefault
+	}
+	limits, err := size.Limits()
+	if err != nil {
+		return nil, err
+	}
+	ttl := opts.TTL
+	if ttl == 0 {
+		ttl = sandbox.DefaultTTL
+	}
+	if ttl < 0 {
+		return nil, fmt.Errorf("%w: negative TTL %v", sandbox.ErrInvalidArgument, ttl)
+	}
+	for k := range opts.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return nil, fmt.Errorf("%w: environment variable name %q", sandbox.ErrInvalidArgument, k)
+		}
+	}
+	if b.cfg.unsafeNoIso {
+		b.cfg.logger.Warn("sandbox: UnsafeNoIsolation is set: sandboxed code runs with all the rights of this user")
+	}
+	id := newID("sb_")
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	m := meta{
+		Info: sandbox.Info{ID: id, Name: opts.Name, State: sandbox.StateRunning, Size: size, Limits: limits,
+			HostNetwork: opts.HostNetwork, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(ttl)},
+		TTL:     ttl,
+		Env:     maps(opts.Env),
+		HostUID: b.hostUID(),
+	}
+	s := b.handle(id)
+	if err := os.Mkdir(s.dir, 0o711); err != nil {
+		return nil, fmt.Errorf("create sandbox directory: %w", err)
+	}
+	for _, d := range []string{s.home(), s.tmp(), s.runDir()} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			os.RemoveAll(s.dir)
+			return nil, fmt.Errorf("create sandbox directory: %w", err)
+		}
+	}
+	for _, d := range []string{s.home(), s.tmp()} {
+		if err := os.Chown(d, m.HostUID, m.HostUID); err != nil {
+			os.RemoveAll(s.dir)
+			return nil, fmt.Errorf("hand %s to the sandbox user: %w", d, err)
+		}
+	}
+	if err := s.writeMeta(&m); err != nil {
+		os.RemoveAll(s.dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+func maps(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// hostUID is the host user the sandbox user maps to: a dedicated unprivileged uid for root (never 0), the
+// caller's own uid otherwise. Root gives each sandbox its own uid so kernel per-user quotas (keys, processes)
+// are not shared between sandboxes.
+func (b *Backend) hostUID() int {
+	if os.Geteuid() != 0 {
+		return os.Geteuid()
+	}
+	var r [4]byte
+	rand.Read(r[:])
+	n := int(r[0])<<16 | int(r[1])<<8 | int(r[2])
+	return b.cfg.hostUIDBase + n%100000
+}
+
+// usable reports why Create cannot isolate, if it cannot.
+func (b *Backend) usable() error {
+	if b.cfg.unsafeNoIso {
+		return nil
+	}
+	if !initCalled.Load() {
+		return ErrInitMissing
+	}
+	if data, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(data)) == "0" {
+		return fmt.Errorf("%w: user namespaces are disabled (user.max_user_namespaces=0): enable them with "+
+			"sysctl user.max_user_namespaces=15000", sandbox.ErrUnsupported)
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil &&
+		strings.TrimSpace(string(data)) == "0" && os.Geteuid() != 0 {
+		return fmt.Errorf("%w: unprivileged user namespaces are disabled: run sysctl "+
+			"kernel.unprivileged_userns_clone=1 or run as root", sandbox.ErrUnsupported)
+	}
+	return nil
+}
+
+// Get returns the sandbox with the id, from its on-disk record.
+func (b *Backend) Get(ctx context.Context, id string) (sandbox.Sandbox, error) {
+	if !validID(id) {
+		return nil, fmt.Errorf("%w: %q is not a sandbox id (sb_...)", sandbox.ErrNotFound, id)
+	}
+	s := b.handle(id)
+	if _, err := s.readMeta(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// List returns the sandboxes that match f, oldest first.
+func (b *Backend) List(ctx context.Context, f sandbox.Filter) ([]sandbox.Info, error) {
+	entries, err := os.ReadDir(b.cfg.root)
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes in %s: %w", b.cfg.root, err)
+	}
+	var out []sandbox.Info
+	for _, e := range entries {
+		if !e.IsDir() || !validID(e.Name()) {
+			continue
+		}
+		m, err := b.handle(e.Name()).readMeta()
+		if err != nil {
+			continue // deleted meanwhile, or half-created
+		}
+		if (f.Name != "" && m.Name != f.Name) || (f.State != "" && m.State != f.State) {
+			continue
+		}
+		out = append(out, m.Info)
+	}
+	slices.SortFunc(out, func(a, b sandbox.Info) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+func (b *Backend) handle(id string) *sbx {
+	return &sbx{b: b, id: id, dir: filepath.Join(b.cfg.root, id)}
+}
+
+// lock takes the sandbox's flock: shared while a command starts, exclusive while the state changes, so Stop
+// from any process cannot miss a command that is starting.
+func lockFile(path string, how int) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+}
+
+func (s *sbx) writeMeta(m *meta) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(s.dir, ".sandbox.json.*")
+	if err != nil {
+		return fmt.Errorf("write sandbox record: %w", err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(s.dir, "sandbox.json"))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write sandbox record: %w", err)
+	}
+	return nil
+}
+
+func (s *sbx) readMeta() (*meta, error) {
+	data, err := os.ReadFile(filepath.Join(s.dir, "sandbox.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s (it was deleted, or belongs to another root than %s)", sandbox.ErrNotFound, s.id, s.b.cfg.root)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read sandbox %s: %w", s.id, err)
+	}
+	var m meta
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("sandbox %s: corrupt record: %w", s.id, err)
+	}
+	return &m, nil
+}

@@ -1,0 +1,82 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/agentgraph/agentgraph/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// cgroup v1 hierarchies used when running as root; each sandbox gets <hierarchy>/agentgraph/<id>.
+const cgroupRoot = "/sys/fs/cgroup"
+
+var cgroupControllers = []string{"memory", "pids", "cpu"}
+
+func cgroupsAvailable() bool {
+	for _, c := range cgroupControllers {
+		if unix.Access(filepath.Join(cgroupRoot, c, "cgroup.procs"), unix.W_OK) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func cgroupDir(controller, id string) string {
+	return filepath.Join(cgroupRoot, controller, "agentgraph", id)
+}
+
+// joinCgroups creates the sandbox's cgroups if needed, sets their limits and moves pid into them. All
+// commands of a sandbox share its limits, as processes of one machine would.
+func joinCgroups(id string, lim sandbox.Limits, pid int) error {
+	files := map[string]map[string]string{
+		"memory": {"memory.limit_in_bytes": strconv.FormatInt(lim.MemoryBytes, 10), "memory.swappiness": "0"},
+		"pids":   {"pids.max": strconv.Itoa(lim.Pids)},
+		"cpu":    {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": strconv.Itoa(int(lim.CPUs * 100000))},
+	}
+	for _, c := range cgroupControllers {
+		dir := cgroupDir(c, id)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		for name, v := range files[c] {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o644); err != nil &&
+				name != "memory.swappiness" { // absent on some kernels; the limit itself is what matters
+				return fmt.Errorf("set %s: %w", name, err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			return fmt.Errorf("join %s cgroup: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// removeCgroups removes the sandbox's cgroups, waiting briefly for dying processes to leave them.
+func removeCgroups(ctx context.Context, id string) error {
+	var errs []error
+	for _, c := range cgroupControllers {
+		dir := cgroupDir(c, id)
+		for attempt := 0; ; attempt++ {
+			err := unix.Rmdir(dir)
+			if err == nil || errors.Is(err, unix.ENOENT) {
+				break
+			}
+			if !errors.Is(err, unix.EBUSY) || attempt >= 200 {
+				errs = append(errs, fmt.Errorf("remove cgroup %s: %w", dir, err))
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

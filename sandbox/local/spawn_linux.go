@@ -1,0 +1,463 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/agentgraph/agentgraph/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// proc is one command's isolation helper, from start to exit.
+type proc struct {
+	s              *sbx
+	cmd            *exec.Cmd
+	command        string
+	stdout, stderr *tailBuffer
+	started        time.Time
+	record         string
+	exited         chan struct{}
+	killOnce       sync.Once
+	timedOut       atomic.Bool
+	quotaHit       atomic.Bool
+	quota          int64
+	duration       time.Duration
+	exitCode       int
+}
+
+const pathEnv = "/opt/agentgraph/bin:/home/user/.local/bin:/usr/local/bin:/usr/bin:/bin"
+
+// buildEnv builds the environment from nothing: base variables, then the sandbox's, then the command's.
+func buildEnv(layers ...map[string]string) ([]string, error) {
+	env := map[string]string{
+		"PATH": pathEnv, "HOME": sandbox.Home, "USER": "user", "LOGNAME": "user", "SHELL": "/bin/sh",
+		"LANG": "C.UTF-8", "TMPDIR": sandbox.Tmp,
+	}
+	for _, l := range layers {
+		for k, v := range l {
+			if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
+				return nil, fmt.Errorf("%w: environment variable %q", sandbox.ErrInvalidArgument, k)
+			}
+			env[k] = v
+		}
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// start launches command in a fresh set of namespaces. The sandbox must be running. timeout 0 means none.
+// ctx bounds the command's life for Exec; Start passes a context that outlives the call.
+func (s *sbx) start(ctx context.Context, command string, opts sandbox.ExecOptions, timeout time.Duration) (*proc, error) {
+	cwd := sandbox.Home
+	if opts.Cwd != "" {
+		c, err := sandbox.ResolvePath(opts.Cwd)
+		if err != nil {
+			return nil, fmt.Errorf("working directory: %w", err)
+		}
+		cwd = c
+	}
+	unlock, err := s.lock(unix.LOCK_SH)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	m, err := s.readMeta()
+	if err != nil {
+		return nil, err
+	}
+	if m.State == sandbox.StateStopped {
+		return nil, fmt.Errorf("%w: %s: call Resume before running commands", sandbox.ErrStopped, s.id)
+	}
+	env, err := buildEnv(m.Env, opts.Env)
+	if err != nil {
+		return nil, err
+	}
+	used, err := s.diskUsage()
+	if err != nil {
+		return nil, fmt.Errorf("measure disk use of %s: %w", s.id, err)
+	}
+	if used >= m.Limits.DiskBytes {
+		return nil, fmt.Errorf("%w: %s uses %d of %d bytes: remove files from home or /tmp", sandbox.ErrQuota, s.id, used, m.Limits.DiskBytes)
+	}
+	p := &proc{s: s, command: command, stdout: newTailBuffer(s.b.cfg.outputLimit),
+		stderr: newTailBuffer(s.b.cfg.outputLimit), exited: make(chan struct{}), quota: m.Limits.DiskBytes}
+	if s.b.cfg.unsafeNoIso {
+		err = p.spawnUnsafe(m, env, cwd)
+	} else {
+		err = p.spawn(m, env, cwd, m.Limits.DiskBytes-used, timeout)
+	}
+	if err != nil {
+		return nil, err
+	}
+	go p.supervise(ctx, timeout)
+	return p, nil
+}
+
+func (p *proc) spawn(m *meta, env []string, cwd string, diskLeft int64, timeout time.Duration) (err error) {
+	s := p.s
+	cfg := s.b.childConfig(m, p.command, env, cwd, diskLeft, timeout)
+	cfg.HomeSrc, cfg.TmpSrc = s.home(), s.tmp()
+	cfg.MountFDs = os.Geteuid() == 0
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	homeF, err := openMount(s.home(), cfg.MountFDs)
+	if err != nil {
+		return err
+	}
+	defer homeF.Close()
+	tmpF, err := openMount(s.tmp(), cfg.MountFDs)
+	if err != nil {
+		return err
+	}
+	defer tmpF.Close()
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer cfgW.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		cfgR.Close()
+		return err
+	}
+	defer errR.Close()
+	cloneflags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+		syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS)
+	if !m.HostNetwork {
+		cloneflags |= syscall.CLONE_NEWNET
+	}
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{helperArg0},
+		Env:        []string{"AGENTGRAPH_SANDBOX_HELPER=1", "GOMAXPROCS=1"},
+		Dir:        "/",
+		Stdout:     p.stdout,
+		Stderr:     p.stderr,
+		ExtraFiles: []*os.File{cfgR, errW, homeF, tmpF},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:  cloneflags,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: sandboxUID, HostID: m.HostUID, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: sandboxUID, HostID: hostGID(m.HostUID), Size: 1}},
+			// setgroups stays denied, so the sandbox cannot drop a group the host uses to deny access.
+			GidMappingsEnableSetgroups: false,
+			// The helper is the sandbox user from the start; the namespace capabilities it needs to build the
+			// root survive its execve as ambient capabilities, and it drops them all before the final exec.
+			Credential:  &syscall.Credential{Uid: sandboxUID, Gid: sandboxUID, NoSetGroups: true},
+			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP},
+			Pdeathsig:   syscall.SIGKILL,
+			Setsid:      true,
+		},
+	}
+	err = cmd.Start()
+	cfgR.Close()
+	errW.Close()
+	if err != nil {
+		return fmt.Errorf("%w: start the isolation helper: %v (does this kernel allow user namespaces?)", sandbox.ErrUnsupported, err)
+	}
+	p.cmd = cmd
+	p.started = time.Now()
+	fail := func(e error) error {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return e
+	}
+	if s.b.cfg.cgroups {
+		if err := joinCgroups(s.id, m.Limits, cmd.Process.Pid); err != nil {
+			return fail(fmt.Errorf("limit %s with cgroups: %w (or use local.WithoutCgroups)", s.id, err))
+		}
+	}
+	rec, err := runRecord(cmd.Process.Pid)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(s.runDir(), rec), nil, 0o600)
+	}
+	if err != nil {
+		return fail(fmt.Errorf("record command of %s: %w", s.id, err))
+	}
+	p.record = rec
+	if _, err := cfgW.Write(raw); err != nil {
+		p.removeRecord()
+		return fail(fmt.Errorf("configure the isolation helper: %w", err))
+	}
+	cfgW.Close()
+	msg, _ := io.ReadAll(errR) // EOF without data: the final execve succeeded
+	if len(msg) > 0 {
+		p.removeRecord()
+		return fail(fmt.Errorf("%w: setting up %s failed: %s", sandbox.ErrUnsupported, s.id, msg))
+	}
+	return nil
+}
+
+// hostGID mirrors the uid choice: root's dedicated range, or the caller's own group.
+func hostGID(hostUID int) int {
+	if os.Geteuid() != 0 {
+		return os.Getegid()
+	}
+	return hostUID
+}
+
+// openMount returns a detached nosuid, nodev clone of the mount at dir when clone is set (root only), else
+// a plain O_PATH descriptor that only holds the slot. A detached mount vanishes when its last fd closes.
+func openMount(dir string, clone bool) (*os.File, error) {
+	if !clone {
+		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", dir, err)
+		}
+		return os.NewFile(uintptr(fd), dir), nil
+	}
+	fd, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return nil, fmt.Errorf("clone mount of %s: %w", dir, err)
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("restrict mount of %s: %w", dir, err)
+	}
+	return os.NewFile(uintptr(fd), dir), nil
+}
+
+func (p *proc) removeRecord() {
+	if p.record != "" {
+		os.Remove(filepath.Join(p.s.runDir(), p.record))
+	}
+}
+
+// supervise waits for the helper and kills it on timeout, cancellation or a full disk.
+func (p *proc) supervise(ctx context.Context, timeout time.Duration) {
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- p.cmd.Wait() }()
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-waitErr:
+			p.duration = time.Since(p.started)
+			p.exitCode = exitCode(p.cmd.ProcessState)
+			p.removeRecord()
+			close(p.exited)
+			return
+		case <-ctx.Done():
+			p.kill()
+		case <-timer:
+			p.timedOut.Store(true)
+			p.kill()
+		case <-tick.C:
+			if used, err := p.s.diskUsage(); err == nil && used > p.quota {
+				p.quotaHit.Store(true)
+				p.kill()
+			}
+		}
+	}
+}
+
+// kill ends the command: SIGKILL to pid 1 of its namespace takes every process in it along.
+func (p *proc) kill() {
+	p.killOnce.Do(func() {
+		if p.s.b.cfg.unsafeNoIso {
+			syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // no pid namespace: kill the process group
+		}
+		p.cmd.Process.Kill()
+	})
+}
+
+func (p *proc) wait() { <-p.exited }
+
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+func (p *proc) result() sandbox.ExecResult {
+	r := sandbox.ExecResult{ExitCode: p.exitCode, TimedOut: p.timedOut.Load(), Duration: p.duration}
+	r.Stdout, r.StdoutTruncated = p.stdout.String()
+	r.Stderr, r.StderrTruncated = p.stderr.String()
+	if r.TimedOut {
+		r.ExitCode = -1
+	}
+	if p.quotaHit.Load() {
+		r.Stderr += fmt.Sprintf("\nsandbox: disk quota of %d bytes exceeded: the command was killed\n", p.quota)
+	}
+	return r
+}
+
+// diskUsage is the space home and /tmp take, counting each file's allocated blocks (and at least one block
+// per entry, so millions of empty files count too).
+func (s *sbx) diskUsage() (int64, error) {
+	var total int64
+	for _, dir := range []string{s.home(), s.tmp()} {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+					return nil
+				}
+				return err
+			}
+			var st unix.Stat_t
+			if unix.Lstat(path, &st) == nil {
+				total += max(st.Blocks*512, 4096)
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return total, nil
+}
+
+// childConfig assembles what the helper builds: the read-only root, /etc, limits and the command.
+func (b *Backend) childConfig(m *meta, command string, env []string, cwd string, diskLeft int64, timeout time.Duration) *childConfig {
+	cfg := &childConfig{
+		Argv:        []string{"/bin/sh", "-c", command},
+		Env:         env,
+		Cwd:         cwd,
+		HostNetwork: m.HostNetwork,
+		Hostname:    "sandbox",
+		TmpfsBytes:  min(m.Limits.MemoryBytes/4, 256<<20),
+		Binds:       []string{"/usr"},
+		Symlinks:    map[string]string{},
+		Landlock:    b.cfg.landlock,
+		EtcFiles: map[string]string{
+			"passwd":   "root:x:0:0:root:/root:/usr/sbin/nologin\nuser:x:1000:1000:user:/home/user:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+			"group":    "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n",
+			"hosts":    "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\tsandbox\n",
+			"hostname": "sandbox\n",
+		},
+		EtcBinds: []string{"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ssl",
+			"/etc/ca-certificates", "/etc/alternatives", "/etc/localtime", "/etc/timezone", "/etc/mime.types",
+			"/etc/protocols", "/etc/services", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/python3"},
+		Wrappers: map[string]string{},
+	}
+	if pyEtc, _ := filepath.Glob("/etc/python3.*"); len(pyEtc) > 0 {
+		cfg.EtcBinds = append(cfg.EtcBinds, pyEtc...)
+	}
+	if m.HostNetwork {
+		if data, err := os.ReadFile("/etc/resolv.conf"); err == nil {
+			cfg.EtcFiles["resolv.conf"] = string(data)
+		}
+		cfg.EtcBinds = append(cfg.EtcBinds, "/etc/host.conf")
+	}
+	// The merged-usr links (/bin -> usr/bin, ...) are copied; a host without merged usr gets binds.
+	for _, name := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
+		fi, err := os.Lstat("/" + name)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if t, err := os.Readlink("/" + name); err == nil {
+				cfg.Symlinks[name] = t
+			}
+		case fi.IsDir():
+			cfg.Binds = append(cfg.Binds, "/"+name)
+		}
+	}
+	py := b.cfg.python
+	if top := topDir(py[0]); top != "" && !slices.Contains(cfg.Binds, top) && cfg.Symlinks[strings.TrimPrefix(top, "/")] == "" {
+		cfg.Binds = append(cfg.Binds, top)
+	}
+	wrapper := "#!/bin/sh\nexec " + shellQuote(py) + " \"$@\"\n"
+	cfg.Wrappers["python3"] = wrapper
+	cfg.Wrappers["python"] = wrapper
+
+	lim := m.Limits
+	add := func(res int, v uint64) {
+		var cur unix.Rlimit
+		if unix.Getrlimit(res, &cur) == nil && cur.Max < v {
+			v = cur.Max // without CAP_SYS_RESOURCE a limit can only be lowered
+		}
+		cfg.Rlimits = append(cfg.Rlimits, rlimitSpec{Resource: res, Cur: v, Max: v})
+	}
+	add(unix.RLIMIT_CORE, 0)
+	add(unix.RLIMIT_NOFILE, 1024)
+	add(unix.RLIMIT_FSIZE, uint64(max(diskLeft, 1)))
+	add(unix.RLIMIT_NPROC, uint64(lim.Pids))
+	if !b.cfg.cgroups {
+		add(unix.RLIMIT_AS, uint64(lim.MemoryBytes))
+		if timeout > 0 {
+			// Without a CPU controller the share cannot be capped; total CPU time can.
+			add(unix.RLIMIT_CPU, uint64(timeout/time.Second)*uint64(max(lim.CPUs, 1))+1)
+		}
+	}
+	return cfg
+}
+
+func topDir(p string) string {
+	p = filepath.Clean(p)
+	if !filepath.IsAbs(p) {
+		return ""
+	}
+	parts := strings.SplitN(strings.TrimPrefix(p, "/"), "/", 2)
+	if len(parts) < 2 {
+		return ""
+	}
+	return "/" + parts[0]
+}
+
+func shellQuote(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// spawnUnsafe runs the command as a plain child process: no namespaces, no filters, the caller's rights.
+func (p *proc) spawnUnsafe(m *meta, env []string, cwd string) error {
+	s := p.s
+	dir := s.home()
+	if rel, ok := strings.CutPrefix(cwd, sandbox.Home); ok {
+		dir = filepath.Join(s.home(), rel)
+	} else if rel, ok := strings.CutPrefix(cwd, sandbox.Tmp); ok {
+		dir = filepath.Join(s.tmp(), rel)
+	}
+	env = slices.Clone(env)
+	for i, kv := range env {
+		switch {
+		case strings.HasPrefix(kv, "HOME="):
+			env[i] = "HOME=" + s.home()
+		case strings.HasPrefix(kv, "TMPDIR="):
+			env[i] = "TMPDIR=" + s.tmp()
+		case strings.HasPrefix(kv, "PATH="):
+			env[i] = "PATH=/usr/local/bin:/usr/bin:/bin"
+		}
+	}
+	cmd := exec.Command("/bin/sh", "-c", p.command)
+	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, dir, p.stdout, p.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start command in %s: %w", s.id, err)
+	}
+	p.cmd, p.started = cmd, time.Now()
+	if rec, err := runRecord(cmd.Process.Pid); err == nil {
+		p.record = rec
+		os.WriteFile(filepath.Join(s.runDir(), rec), nil, 0o600)
+	}
+	return nil
+}
