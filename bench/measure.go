@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// plan is what one invocation of the harness measures.
+type plan struct {
+	Workloads []Workload
+	Variants  []Variant
+	Target    time.Duration // keep repeating a cell until this much time passed...
+	MinRuns   int           // ...and at least this many runs
+	Growth    []int         // agent-loop lengths for the growth check
+}
+
+// Status of a cell.
+const (
+	statusOK     = "ok"
+	statusNA     = "n/a"
+	statusNotYet = "not yet"
+	statusError  = "error"
+)
+
+// Result is one cell of the table.
+type Result struct {
+	Framework  string  `json:"framework"`
+	Workload   string  `json:"workload"`
+	Variant    Variant `json:"variant"`
+	Status     string  `json:"status"`
+	Reason     string  `json:"reason,omitempty"` // why n/a, or the error
+	Runs       int     `json:"n,omitempty"`
+	MedianMS   float64 `json:"median_ms,omitempty"`
+	MinMS      float64 `json:"min_ms,omitempty"`
+	Check      int     `json:"check,omitempty"`
+	Durability string  `json:"durability,omitempty"`
+}
+
+// GrowthResult is one agent loop of the growth check.
+type GrowthResult struct {
+	Framework string    `json:"framework"`
+	Turns     int       `json:"turns"`
+	Status    string    `json:"status"`
+	Reason    string    `json:"reason,omitempty"`
+	TotalMS   float64   `json:"total_ms,omitempty"`
+	CallMS    []float64 `json:"call_ms,omitempty"` // start of each model call, ms after the run began
+}
+
+// PerTurnMS is the mean time of one model-and-tool round.
+func (g GrowthResult) PerTurnMS() float64 {
+	if g.Turns == 0 {
+		return 0
+	}
+	return g.TotalMS / float64(g.Turns)
+}
+
+// failed turns an error from Prepare or a run into a non-ok result.
+func failed(r Result, err error) Result {
+	switch {
+	case errors.Is(err, ErrNotApplicable):
+		r.Status, r.Reason = statusNA, strings.TrimPrefix(err.Error(), ErrNotApplicable.Error()+": ")
+	case errors.Is(err, ErrNotYet):
+		r.Status = statusNotYet
+	default:
+		r.Status, r.Reason = statusError, err.Error()
+	}
+	return r
+}
+
+// measureCell prepares one cell, runs it once to warm up and check the
+// result, then repeats it until p.Target has passed and at least p.MinRuns
+// runs were timed.
+func measureCell(ctx context.Context, f Framework, w Workload, v Variant, p plan) Result {
+	r := Result{Framework: f.Name(), Workload: w.Name, Variant: v}
+	run, err := f.Prepare(ctx, w, v)
+	if err != nil {
+		return failed(r, err)
+	}
+	check := func() error {
+		got, err := run(ctx)
+		if err != nil {
+			return err
+		}
+		if got != w.Expect {
+			return fmt.Errorf("wrong result: check %d, want %d", got, w.Expect)
+		}
+		r.Check = got
+		return nil
+	}
+	if err := check(); err != nil {
+		return failed(r, fmt.Errorf("warm-up: %w", err))
+	}
+	runtime.GC()
+	var times []time.Duration
+	start := time.Now()
+	for len(times) < p.MinRuns || time.Since(start) < p.Target {
+		if err := ctx.Err(); err != nil {
+			return failed(r, err)
+		}
+		t0 := time.Now()
+		if err := check(); err != nil {
+			return failed(r, err)
+		}
+		times = append(times, time.Since(t0))
+	}
+	r.Status, r.Runs = statusOK, len(times)
+	r.MedianMS, r.MinMS = medianMS(times), ms(slices.Min(times))
+	return r
+}
+
+// measureGrowth runs one agent loop of the growth check and records when each
+// model call started.
+func measureGrowth(ctx context.Context, f Framework, turns int) GrowthResult {
+	g := GrowthResult{Framework: f.Name(), Turns: turns}
+	gr, ok := f.(Grower)
+	if !ok {
+		g.Status, g.Reason = statusNA, "does not save a checkpoint per step"
+		return g
+	}
+	runtime.GC()
+	calls := make([]float64, 0, turns+1)
+	start := time.Now()
+	err := gr.Growth(ctx, turns, func() { calls = append(calls, ms(time.Since(start))) })
+	g.TotalMS = ms(time.Since(start))
+	if err != nil {
+		r := failed(Result{}, err)
+		g.Status, g.Reason, g.TotalMS = r.Status, r.Reason, 0
+		return g
+	}
+	if len(calls) != turns+1 {
+		g.Status, g.Reason = statusError, fmt.Sprintf("model called %d times, want %d", len(calls), turns+1)
+		return g
+	}
+	g.Status, g.CallMS = statusOK, calls
+	return g
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func medianMS(ts []time.Duration) float64 {
+	s := slices.Clone(ts)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return ms(s[n/2])
+	}
+	return (ms(s[n/2-1]) + ms(s[n/2])) / 2
+}

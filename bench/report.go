@@ -1,0 +1,278 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// report is what results.json holds.
+type report struct {
+	Machine map[string]string `json:"machine"`
+	Started string            `json:"started"`
+	Plan    map[string]any    `json:"plan"`
+	Results []Result          `json:"results"`
+	Growth  []GrowthResult    `json:"growth"`
+	Errors  []string          `json:"errors,omitempty"`
+}
+
+// goPeers are the Go frameworks a user would pick instead of agentgraph.
+var goPeers = []string{"eino", "langgraphgo"}
+
+func (r *report) find(framework, workload string, v Variant) (Result, bool) {
+	for _, c := range r.Results {
+		if c.Framework == framework && c.Workload == workload && c.Variant == v {
+			return c, true
+		}
+	}
+	return Result{}, false
+}
+
+// markdown renders the table: one row per workload and saver, one column per
+// framework, then LangGraph.js and the best Go peer as multiples of agentgraph.
+// Rows no framework could run are left out.
+func (r *report) markdown(p plan, names []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## Median time per run (%s, %s CPUs, %s, node %s)\n\n", r.Machine["cpu"], r.Machine["cpus"], r.Machine["go"], r.Machine["node"])
+	b.WriteString("| workload | saver |")
+	for _, n := range names {
+		b.WriteString(" " + n + " |")
+	}
+	b.WriteString(" langgraphjs / agentgraph | best Go peer / agentgraph |\n|---|---|")
+	for range names {
+		b.WriteString("---:|")
+	}
+	b.WriteString("---:|---:|\n")
+	for _, w := range p.Workloads {
+		for _, v := range p.Variants {
+			ran := false
+			for _, n := range names {
+				if c, ok := r.find(n, w.Name, v); ok && (c.Status == statusOK || c.Status == statusError) {
+					ran = true
+				}
+			}
+			if !ran {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %s |", w.Name, v)
+			for _, n := range names {
+				c, ok := r.find(n, w.Name, v)
+				if !ok {
+					b.WriteString(" |")
+					continue
+				}
+				b.WriteString(" " + cellText(c) + " |")
+			}
+			ag, agOK := r.find("agentgraph", w.Name, v)
+			agOK = agOK && ag.Status == statusOK
+			js, jsOK := r.find("langgraphjs", w.Name, v)
+			if agOK && jsOK && js.Status == statusOK {
+				fmt.Fprintf(&b, " %s |", ratio(js.MedianMS/ag.MedianMS))
+			} else {
+				b.WriteString(" |")
+			}
+			best := math.Inf(1)
+			for _, peer := range goPeers {
+				if c, ok := r.find(peer, w.Name, v); ok && c.Status == statusOK {
+					best = min(best, c.MedianMS)
+				}
+			}
+			if agOK && !math.IsInf(best, 1) {
+				fmt.Fprintf(&b, " %s |", ratio(best/ag.MedianMS))
+			} else {
+				b.WriteString(" |")
+			}
+			b.WriteString("\n")
+		}
+	}
+	if len(r.Growth) > 0 {
+		b.WriteString("\n## Growth check: agent loop with a saver at every step, mean time per turn\n\n")
+		b.WriteString("| framework |")
+		for _, t := range p.Growth {
+			fmt.Fprintf(&b, " %d turns |", t)
+		}
+		b.WriteString(" longest / shortest |\n|---|")
+		for range p.Growth {
+			b.WriteString("---:|")
+		}
+		b.WriteString("---:|\n")
+		for _, n := range names {
+			var row []GrowthResult
+			for _, g := range r.Growth {
+				if g.Framework == n {
+					row = append(row, g)
+				}
+			}
+			if len(row) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s |", n)
+			var first, last float64
+			for _, t := range p.Growth {
+				i := slices.IndexFunc(row, func(g GrowthResult) bool { return g.Turns == t })
+				if i < 0 {
+					b.WriteString(" |")
+					continue
+				}
+				g := row[i]
+				if g.Status != statusOK {
+					b.WriteString(" " + cellText(Result{Status: g.Status, Reason: g.Reason}) + " |")
+					continue
+				}
+				if first == 0 {
+					first = g.PerTurnMS()
+				}
+				last = g.PerTurnMS()
+				b.WriteString(" " + durText(g.PerTurnMS()) + " |")
+			}
+			if first > 0 {
+				fmt.Fprintf(&b, " %s |\n", ratio(last/first))
+			} else {
+				b.WriteString(" |\n")
+			}
+		}
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(&b, "\nerror: %s\n", e)
+	}
+	return b.String()
+}
+
+func cellText(c Result) string {
+	switch c.Status {
+	case statusOK:
+		return durText(c.MedianMS)
+	case statusNA:
+		return "n/a: " + c.Reason
+	case statusNotYet:
+		return "not yet"
+	default:
+		msg := c.Reason
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		if len(msg) > 80 {
+			msg = msg[:80] + "…"
+		}
+		return "error: " + strings.ReplaceAll(msg, "|", "/")
+	}
+}
+
+// durText prints milliseconds with three significant digits and a fitting unit.
+func durText(msv float64) string {
+	switch {
+	case msv >= 1000:
+		return fmt.Sprintf("%.3g s", msv/1000)
+	case msv >= 1:
+		return fmt.Sprintf("%.3g ms", msv)
+	default:
+		return fmt.Sprintf("%.3g µs", msv*1000)
+	}
+}
+
+func ratio(x float64) string {
+	if x >= 10 {
+		return fmt.Sprintf("%.0f×", x)
+	}
+	return fmt.Sprintf("%.2g×", x)
+}
+
+// growthSVG draws time per turn against thread length, one line per framework,
+// from each framework's longest growth run, with a logarithmic time axis so a
+// flat line means constant cost per turn and a rising one means the saver
+// rewrites the growing thread.
+func growthSVG(grows []GrowthResult, names []string) string {
+	const (
+		width, height            = 820, 460
+		left, right, top, bottom = 80, 190, 50, 60
+		windows                  = 20
+	)
+	type series struct {
+		name string
+		xs   []float64 // turns so far
+		ys   []float64 // µs per turn in the window ending there
+	}
+	var all []series
+	for _, n := range names {
+		var longest *GrowthResult
+		for i := range grows {
+			g := &grows[i]
+			if g.Framework == n && g.Status == statusOK && (longest == nil || g.Turns > longest.Turns) {
+				longest = g
+			}
+		}
+		if longest == nil || len(longest.CallMS) < 2 {
+			continue
+		}
+		s := series{name: n}
+		step := max(1, longest.Turns/windows)
+		for a := 0; a+step <= longest.Turns; a += step {
+			b := a + step
+			s.xs = append(s.xs, float64(b))
+			s.ys = append(s.ys, (longest.CallMS[b]-longest.CallMS[a])/float64(step)*1000)
+		}
+		all = append(all, s)
+	}
+	maxX, minY, maxY := 1.0, math.Inf(1), math.Inf(-1)
+	for _, s := range all {
+		for i := range s.xs {
+			maxX = max(maxX, s.xs[i])
+			minY = min(minY, max(s.ys[i], 0.001))
+			maxY = max(maxY, s.ys[i])
+		}
+	}
+	if len(all) == 0 {
+		minY, maxY = 1, 10
+	}
+	lo, hi := math.Floor(math.Log10(minY)), math.Ceil(math.Log10(maxY))
+	if hi <= lo {
+		hi = lo + 1
+	}
+	pw, ph := float64(width-left-right), float64(height-top-bottom)
+	px := func(x float64) float64 { return float64(left) + x/maxX*pw }
+	py := func(y float64) float64 {
+		return float64(top) + ph - (math.Log10(max(y, 0.001))-lo)/(hi-lo)*ph
+	}
+	colors := map[string]string{"agentgraph": "#d62728", "eino": "#2ca02c", "langgraphgo": "#1f77b4", "langgraphjs": "#ff7f0e"}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
+	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="15" font-weight="bold">Time per agent turn as the thread grows (saver on every step)</text>`+"\n", left)
+	// y grid: decades
+	for e := lo; e <= hi; e++ {
+		y := py(math.Pow(10, e))
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", left, y, width-right, y)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`+"\n", left-6, y, durText(math.Pow(10, e)/1000))
+	}
+	// x ticks: five
+	for i := 0; i <= 5; i++ {
+		x := maxX * float64(i) / 5
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999"/>`+"\n", px(x), height-bottom, px(x), height-bottom+5)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%.0f</text>`+"\n", px(x), height-bottom+18, x)
+	}
+	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>`+"\n", left, height-bottom, width-right, height-bottom)
+	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>`+"\n", left, top, left, height-bottom)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">thread length (model-and-tool turns so far)</text>`+"\n", float64(left)+pw/2, height-18)
+	fmt.Fprintf(&b, `<text transform="translate(18 %.1f) rotate(-90)" text-anchor="middle">time per turn (log scale)</text>`+"\n", float64(top)+ph/2)
+	for i, s := range all {
+		c := colors[s.name]
+		if c == "" {
+			c = "#7f7f7f"
+		}
+		var pts []string
+		for j := range s.xs {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(s.xs[j]), py(s.ys[j])))
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2.5" points="%s"/>`+"\n", c, strings.Join(pts, " "))
+		ly := top + 10 + i*22
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/>`+"\n", width-right+16, ly, width-right+40, ly, c)
+		last := s.ys[len(s.ys)-1]
+		fmt.Fprintf(&b, `<text x="%d" y="%d" dominant-baseline="middle">%s (%s at %.0f)</text>`+"\n", width-right+46, ly, s.name, durText(last/1000), s.xs[len(s.xs)-1])
+	}
+	if len(all) == 0 {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">no framework ran the growth check</text>`+"\n", float64(left)+pw/2, float64(top)+ph/2)
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
