@@ -64,6 +64,11 @@ type Usage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
+// Add returns the sum of u and v, for totals over several calls.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{u.PromptTokens + v.PromptTokens, u.CompletionTokens + v.CompletionTokens, u.TotalTokens + v.TotalTokens}
+}
+
 // Response is a model's whole answer: one assistant message.
 type Response struct {
 	Message Message
@@ -129,7 +134,7 @@ func (e *InvalidMessageError) Is(target error) bool { return target == ErrInvali
 
 // Validate checks that msgs can be sent to a model: known roles, no remove
 // markers (they belong to a reducer, not a prompt), tool messages naming the
-// call they answer, and tool calls with an id and a name. It returns an
+// call they answer, and tool calls with an id, a name and JSON arguments. It returns an
 // *InvalidMessageError for the first message that fails.
 func Validate(msgs []Message) error {
 	for i, m := range msgs {
@@ -140,6 +145,9 @@ func Validate(msgs []Message) error {
 			for j, c := range m.ToolCalls {
 				if c.ID == "" || c.Name == "" {
 					return bad(fmt.Sprintf("tool call %d needs both an id and a name", j))
+				}
+				if len(c.Arguments) > 0 && !json.Valid(c.Arguments) {
+					return bad(fmt.Sprintf("tool call %d has arguments that are not JSON: build them with model.Arguments", j))
 				}
 			}
 		case RoleTool:

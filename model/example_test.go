@@ -45,3 +45,19 @@ func ExampleMessage_json() {
 	// Output:
 	// {"id":"msg_example","role":"tool","content":"42\n","tool_call_id":"call_1","name":"run_python","status":"ok"}
 }
+
+func ExampleCollect() {
+	// A stream as a ChatModel yields it: text pieces, then the Done chunk.
+	stream := func(yield func(model.Chunk, error) bool) {
+		final := model.Response{Message: model.Assistant("Hello, world."), FinishReason: "stop"}
+		for _, c := range []model.Chunk{{Delta: "Hello, "}, {Delta: "world."}, {Done: &final}} {
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+	resp, err := model.Collect(stream)
+	fmt.Println(resp.Message.Content, resp.FinishReason, err)
+	// Output:
+	// Hello, world. stop <nil>
+}

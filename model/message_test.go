@@ -173,6 +173,7 @@ func TestValidate(t *testing.T) {
 		{"remove all", []model.Message{model.RemoveAll()}, 0},
 		{"tool without call id", []model.Message{{Role: model.RoleTool, Content: "x"}}, 0},
 		{"call without name", []model.Message{model.Assistant("", model.ToolCall{ID: "c"})}, 0},
+		{"arguments not JSON", []model.Message{model.Assistant("", model.ToolCall{ID: "c", Name: "t", Arguments: json.RawMessage(`{"a":`)})}, 0},
 		{"unknown role", []model.Message{model.User("u"), {Role: "robot"}}, 1},
 	}
 	for _, tt := range tests {
@@ -203,6 +204,13 @@ func TestToolChoice(t *testing.T) {
 		if got := c.Tool(); got != want {
 			t.Errorf("%q.Tool() = %q, want %q", c, got, want)
 		}
+	}
+}
+
+func TestUsageAdd(t *testing.T) {
+	got := model.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3}.Add(model.Usage{PromptTokens: 10, CompletionTokens: 20, TotalTokens: 30})
+	if got != (model.Usage{PromptTokens: 11, CompletionTokens: 22, TotalTokens: 33}) {
+		t.Fatalf("got %+v", got)
 	}
 }
 
