@@ -60,7 +60,9 @@ func Func(f func(ctx context.Context, req model.Request) (model.Response, error)
 	return &Model{respond: f}
 }
 
-// Requests returns a copy of the requests the model has received, in order.
+// Requests returns a copy of the requests a New model has received, in
+// order. Func and CodeAct models keep no history, so long benchmarks with
+// them do not grow.
 func (m *Model) Requests() []model.Request {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -96,13 +98,12 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 }
 
 func (m *Model) answer(ctx context.Context, req model.Request) (model.Response, error) {
-	m.mu.Lock()
-	m.requests = append(m.requests, req)
 	if m.respond != nil {
-		m.mu.Unlock()
 		return m.respond(ctx, req)
 	}
+	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.requests = append(m.requests, req)
 	if m.next >= len(m.steps) {
 		return model.Response{}, fmt.Errorf("%w: all %d steps were used by call %d; add steps to scripted.New",
 			ErrExhausted, len(m.steps), len(m.requests))

@@ -228,3 +228,21 @@ func TestPrimesProgramRuns(t *testing.T) {
 		t.Fatal("primes.json not written")
 	}
 }
+
+func BenchmarkCodeAct(b *testing.B) {
+	m := scripted.CodeAct()
+	ctx := context.Background()
+	user := []model.Message{model.User("print(1)")}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := m.Generate(ctx, model.Request{Messages: user})
+		if err != nil {
+			b.Fatal(err)
+		}
+		call := r.Message.ToolCalls[0]
+		msgs := append(user[:1:1], r.Message, model.ToolResult(call.ID, call.Name, "1"))
+		if _, err := model.Collect(m.Stream(ctx, model.Request{Messages: msgs})); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
