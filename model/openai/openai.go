@@ -29,6 +29,10 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 // ErrNoAPIKey reports that no API key was given.
 var ErrNoAPIKey = errors.New("openai: no API key: set " + EnvAPIKey + " or pass openai.WithAPIKey (servers that need no key accept any value)")
 
+// ErrCutShort reports a stream that ended before the model said why it
+// stopped (no finish_reason), which happens when the connection drops.
+var ErrCutShort = errors.New("openai: the stream ended before the model finished (connection lost?): call again")
+
 // ErrNoChoices reports a completion without any choice in it.
 var ErrNoChoices = errors.New("openai: the server returned no choices")
 
@@ -76,6 +80,16 @@ func WithLegacyMaxTokens() Option { return func(c *config) { c.legacyMaxTokens =
 
 // Model is a model.ChatModel over a Chat Completions endpoint. It is safe for
 // concurrent use.
+//
+// Request fields map to the wire as follows: ToolChoice "" sends no
+// tool_choice, "none"/"required"/"auto" are sent as strings, and a tool name
+// becomes {"type":"function","function":{"name":...}}; ParallelToolCalls is
+// sent only with tools (the API rejects it otherwise); MaxTokens is sent as
+// max_completion_tokens (see WithLegacyMaxTokens); a Temperature of exactly 0
+// is sent as the smallest positive float32, because go-openai drops a zero
+// temperature and the server's default would apply. A tool message's Status
+// and Name have no place on the wire: a failed call reaches the model
+// through its content.
 type Model struct {
 	name   string
 	cfg    config
@@ -219,6 +233,12 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.C
 			if !yield(c, nil) {
 				return
 			}
+		}
+		if finish == "" {
+			// go-openai reports a dropped connection as the same io.EOF as
+			// "data: [DONE]"; a missing finish_reason tells them apart.
+			yield(model.Chunk{}, ErrCutShort)
+			return
 		}
 		done := model.Response{
 			Message:      model.Message{ID: model.NewID(), Role: model.RoleAssistant, Content: text.String(), ToolCalls: calls.Calls()},

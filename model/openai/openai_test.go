@@ -400,6 +400,20 @@ func TestStreamErrorFrame(t *testing.T) {
 	}
 }
 
+func TestStreamCutShort(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, f := range streamFrames[:5] {
+			fmt.Fprintf(w, "data: %s\n\n", f)
+		}
+		// The handler returns without finish_reason or [DONE].
+	})
+	_, err := model.Collect(s.model(t).Stream(context.Background(), model.Request{Messages: []model.Message{model.User("hi")}}))
+	if !errors.Is(err, openai.ErrCutShort) {
+		t.Fatalf("got %v, want ErrCutShort", err)
+	}
+}
+
 func TestRetries(t *testing.T) {
 	ctx := context.Background()
 	req := model.Request{Messages: []model.Message{model.User("hi")}}
