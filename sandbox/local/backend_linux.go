@@ -46,6 +46,7 @@ type config struct {
 	hostUIDBase  int
 	cgroups      bool
 	landlock     bool
+	sizes        map[sandbox.Size]sandbox.Limits
 }
 
 // Option configures New.
@@ -72,6 +73,16 @@ func WithOutputLimit(n int) Option { return func(c *config) { c.outputLimit = n 
 
 // WithLogger sets where warnings go; the default is slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithSizeLimits replaces the resources a Size grants in sandboxes created from now on.
+func WithSizeLimits(size sandbox.Size, l sandbox.Limits) Option {
+	return func(c *config) {
+		if c.sizes == nil {
+			c.sizes = map[sandbox.Size]sandbox.Limits{}
+		}
+		c.sizes[size] = l
+	}
+}
 
 // WithoutCgroups makes root use rlimits instead of cgroups, as an unprivileged user must.
 func WithoutCgroups() Option { return func(c *config) { c.cgroups = false } }
@@ -247,6 +258,9 @@ func (b *Backend) Create(ctx context.Context, opts sandbox.CreateOptions) (sandb
 	limits, err := size.Limits()
 	if err != nil {
 		return nil, err
+	}
+	if l, ok := b.cfg.sizes[size]; ok {
+		limits = l
 	}
 	ttl := opts.TTL
 	if ttl == 0 {

@@ -83,10 +83,14 @@ func loadSeccomp() error {
 	return nil
 }
 
-// applyLandlock confines file access to reading the new root and writing home, /tmp and /dev/shm, and scopes
-// abstract unix sockets and signals to the sandbox. It restricts only the calling thread, the one that execs.
-func applyLandlock() bool {
-	cfg := landlock.V7.BestEffort()
+// applyLandlock confines file access to reading the new root and writing home, /tmp and /dev/shm, scopes
+// abstract unix sockets and signals to the sandbox, and without host network forbids TCP entirely. It
+// restricts only the calling thread, the one that execs.
+func applyLandlock(hostNetwork bool) bool {
+	cfg := landlock.V9.BestEffort()
+	if hostNetwork {
+		cfg.HandledAccessNet = 0
+	}
 	fd, flags, err := cfg.NewRulesetFD(
 		landlock.RODirs("/"),
 		landlock.RWDirs("/home/user", "/tmp", "/dev/shm"),

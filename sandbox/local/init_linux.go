@@ -119,7 +119,7 @@ func helperMain() error {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	if cfg.Landlock {
-		applyLandlock() // best effort by design: the namespaces and seccomp carry the weight
+		applyLandlock(cfg.HostNetwork) // best effort by design: the namespaces and seccomp carry the weight
 	}
 	if err := dropCapabilities(); err != nil {
 		return err
