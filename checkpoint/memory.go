@@ -39,11 +39,15 @@ type memSpace struct {
 	recs map[string]*memRecord
 }
 
-// memRecord is one stored checkpoint. cp and md are owned by the record and
-// never mutated; writes is replaced whole on every change, so a reader that
-// copied the slice header under the lock may read it after unlocking.
+// memRecord is one stored checkpoint. The checkpoint is kept in its binary
+// form, a fraction of the memory of the maps it decodes to; md is owned by
+// the record. Neither is ever mutated, and writes is replaced whole on every
+// change, so a reader that copied the record under the lock may read it
+// after unlocking.
 type memRecord struct {
-	cp     *Checkpoint
+	id     string
+	parent string
+	cp     []byte
 	md     Metadata
 	writes []PendingWrite
 }
@@ -121,20 +125,24 @@ func (m *Memory) Get(ctx context.Context, cfg Config) (*Tuple, error) {
 	if !ok {
 		return nil, notFound(cfg)
 	}
-	return rec.tuple(cfg.ThreadID, cfg.Namespace), nil
+	return rec.tuple(cfg.ThreadID, cfg.Namespace)
 }
 
-func (r *memRecord) tuple(threadID, ns string) *Tuple {
+func (r *memRecord) tuple(threadID, ns string) (*Tuple, error) {
+	cp := new(Checkpoint)
+	if err := cp.UnmarshalBinary(r.cp); err != nil {
+		return nil, fmt.Errorf("checkpoint %q of thread %q: %w", r.id, threadID, err)
+	}
 	tp := &Tuple{
-		Config:        Config{ThreadID: threadID, Namespace: ns, CheckpointID: r.cp.ID},
-		Checkpoint:    r.cp.Clone(),
+		Config:        Config{ThreadID: threadID, Namespace: ns, CheckpointID: r.id},
+		Checkpoint:    cp,
 		Metadata:      r.md.Clone(),
 		PendingWrites: cloneWrites(r.writes),
 	}
-	if r.cp.ParentID != "" {
-		tp.ParentConfig = &Config{ThreadID: threadID, Namespace: ns, CheckpointID: r.cp.ParentID}
+	if r.parent != "" {
+		tp.ParentConfig = &Config{ThreadID: threadID, Namespace: ns, CheckpointID: r.parent}
 	}
-	return tp
+	return tp, nil
 }
 
 // Put implements Saver. A checkpoint without an id gets one from NewID. Its
@@ -145,11 +153,14 @@ func (m *Memory) Put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadat
 	if err := ctx.Err(); err != nil {
 		return Config{}, err
 	}
-	c, err := prepare(cfg, cp)
+	id, parent, err := resolve(cfg, cp)
 	if err != nil {
 		return Config{}, err
 	}
-	md = md.Clone()
+	c := *cp // a shallow copy, to encode with the resolved ids
+	c.ID, c.ParentID = id, parent
+	bin, _ := c.AppendBinary(make([]byte, 0, 256))
+	rec := &memRecord{id: id, parent: parent, cp: slices.Clip(bin), md: md.Clone()}
 	t := m.lockThreadForWrite(cfg.ThreadID)
 	defer t.mu.Unlock()
 	sp := t.spaces[cfg.Namespace]
@@ -157,43 +168,42 @@ func (m *Memory) Put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadat
 		sp = &memSpace{recs: make(map[string]*memRecord)}
 		t.spaces[cfg.Namespace] = sp
 	}
-	rec := &memRecord{cp: c, md: md}
-	if old, ok := sp.recs[c.ID]; ok {
+	if old, ok := sp.recs[id]; ok {
 		rec.writes = old.writes
-	} else if n := len(sp.ids); n == 0 || sp.ids[n-1] < c.ID {
-		sp.ids = append(sp.ids, c.ID)
+	} else if n := len(sp.ids); n == 0 || sp.ids[n-1] < id {
+		sp.ids = append(sp.ids, id)
 	} else {
-		i, _ := slices.BinarySearch(sp.ids, c.ID)
-		sp.ids = slices.Insert(sp.ids, i, c.ID)
+		i, _ := slices.BinarySearch(sp.ids, id)
+		sp.ids = slices.Insert(sp.ids, i, id)
 	}
-	sp.recs[c.ID] = rec
-	return Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: c.ID}, nil
+	sp.recs[id] = rec
+	return Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: id}, nil
 }
 
-// prepare validates a Put and returns the copy of cp to store.
-func prepare(cfg Config, cp *Checkpoint) (*Checkpoint, error) {
+// resolve validates a Put and returns the id and parent id of the
+// checkpoint to store.
+func resolve(cfg Config, cp *Checkpoint) (id, parent string, err error) {
 	if cfg.ThreadID == "" {
-		return nil, errNoThread("Put")
+		return "", "", errNoThread("Put")
 	}
 	if cp == nil {
-		return nil, fmt.Errorf("%w: Put with a nil checkpoint", ErrInvalid)
+		return "", "", fmt.Errorf("%w: Put with a nil checkpoint", ErrInvalid)
 	}
 	if cfg.CheckpointID != "" && cp.ParentID != "" && cfg.CheckpointID != cp.ParentID {
-		return nil, fmt.Errorf("%w: Put of checkpoint %q: Config names parent %q but the checkpoint's ParentID is %q; make them agree",
+		return "", "", fmt.Errorf("%w: Put of checkpoint %q: Config names parent %q but the checkpoint's ParentID is %q; make them agree",
 			ErrInvalid, cp.ID, cfg.CheckpointID, cp.ParentID)
 	}
-	c := cp.Clone()
-	if c.ID == "" {
-		c.ID = NewID()
+	id, parent = cp.ID, cp.ParentID
+	if id == "" {
+		id = NewID()
 	}
 	if cfg.CheckpointID != "" {
-		c.ParentID = cfg.CheckpointID
+		parent = cfg.CheckpointID
 	}
-	if c.ParentID == c.ID {
-		return nil, fmt.Errorf("%w: checkpoint %q names itself as parent", ErrInvalid, c.ID)
+	if parent == id {
+		return "", "", fmt.Errorf("%w: checkpoint %q names itself as parent", ErrInvalid, id)
 	}
-	c.TS = c.TS.Round(0) // drop the monotonic reading: stored times compare as wall times
-	return c, nil
+	return id, parent, nil
 }
 
 // PutWrites implements Saver. The checkpoint cfg names must exist. Each
@@ -238,7 +248,9 @@ func (m *Memory) PutWrites(ctx context.Context, cfg Config, taskID string, write
 		}
 	}
 	// Replace, never modify: readers may hold the old slice.
-	sp.recs[cfg.CheckpointID] = &memRecord{cp: rec.cp, md: rec.md, writes: merged}
+	nrec := *rec
+	nrec.writes = merged
+	sp.recs[cfg.CheckpointID] = &nrec
 	return nil
 }
 
@@ -317,15 +329,20 @@ func (m *Memory) List(ctx context.Context, cfg Config, opts ListOptions) iter.Se
 					}
 				}
 				if found {
-					cursor = rec.cp.ID
+					cursor = rec.id
 				}
 			}
 			t.mu.RUnlock()
-			if !found || (cfg.CheckpointID != "" && rec.cp.ID != cfg.CheckpointID) {
+			if !found || (cfg.CheckpointID != "" && rec.id != cfg.CheckpointID) {
+				return
+			}
+			tp, err := rec.tuple(cfg.ThreadID, cfg.Namespace)
+			if err != nil {
+				yield(nil, err)
 				return
 			}
 			n++
-			if !yield(rec.tuple(cfg.ThreadID, cfg.Namespace), nil) {
+			if !yield(tp, nil) {
 				return
 			}
 		}
@@ -372,13 +389,13 @@ func (m *Memory) CopyThread(ctx context.Context, src, dst string) error {
 	if st == nil {
 		return fmt.Errorf("copy thread %q: %w", src, ErrNotFound)
 	}
-	// Records are immutable, so the copy shares them.
+	// Records are never mutated, so the copy shares them.
 	nt := &memThread{spaces: make(map[string]*memSpace)}
 	st.mu.RLock()
 	for ns, sp := range st.spaces {
 		nsp := &memSpace{ids: slices.Clone(sp.ids), recs: make(map[string]*memRecord, len(sp.recs))}
 		for id, r := range sp.recs {
-			nsp.recs[id] = &memRecord{cp: r.cp, md: r.md, writes: r.writes}
+			nsp.recs[id] = r
 		}
 		nt.spaces[ns] = nsp
 	}

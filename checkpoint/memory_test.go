@@ -10,3 +10,7 @@ import (
 func TestMemoryConformance(t *testing.T) {
 	checkpointtest.Run(t, func(*testing.T) checkpoint.Saver { return checkpoint.NewMemory() })
 }
+
+func BenchmarkMemory(b *testing.B) {
+	checkpointtest.Benchmark(b, func(*testing.B) checkpoint.Saver { return checkpoint.NewMemory() })
+}

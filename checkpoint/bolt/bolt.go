@@ -24,8 +24,9 @@ var (
 	// written by another program, by another version of this package, or by
 	// an incompatible version of bbolt.
 	ErrIncompatible = errors.New("checkpoint/bolt: incompatible file")
-	// ErrLocked reports a file that another process holds open.
-	ErrLocked = errors.New("checkpoint/bolt: file is open in another process")
+	// ErrLocked reports a file that another process, or another Saver in
+	// this one, holds open.
+	ErrLocked = errors.New("checkpoint/bolt: file is locked by another process or another open Saver")
 )
 
 var (
@@ -110,7 +111,7 @@ func Open(path string, opts ...Option) (*Saver, error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("open %s: %w (waited %v): stop the other process or use another file", path, ErrLocked, o.timeout)
+		return nil, fmt.Errorf("open %s: %w (waited %v): close the other Saver or process, or use another file", path, ErrLocked, o.timeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum):
 		return nil, fmt.Errorf("open %s: %w (%v): pass the path of a checkpoint file, or of a file that does not exist yet", path, ErrNotBolt, err)
 	case errors.Is(err, berrors.ErrVersionMismatch):

@@ -30,3 +30,11 @@ func TestConformance(t *testing.T) {
 func TestConformanceNoSync(t *testing.T) {
 	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return open(t, bolt.NoSync()) })
 }
+
+func BenchmarkSync(b *testing.B) {
+	checkpointtest.Benchmark(b, func(b *testing.B) checkpoint.Saver { return open(b) })
+}
+
+func BenchmarkNoSync(b *testing.B) {
+	checkpointtest.Benchmark(b, func(b *testing.B) checkpoint.Saver { return open(b, bolt.NoSync()) })
+}

@@ -56,65 +56,69 @@ func nsBucket(tx *bbolt.Tx, threadID, ns string) *bbolt.Bucket {
 	return tb.Bucket(nsKey(ns))
 }
 
-// rawTuple is a record and its writes copied out of a transaction, to be
-// decoded after it.
-type rawTuple struct {
-	id     string
-	rec    []byte
-	writes [][]byte
+// A checkpoint's value is uvarint(len(md)) + md + cp: the binary forms of
+// its Metadata and Checkpoint, metadata first so List filters without
+// decoding the rest.
+func encodeRecord(cp *checkpoint.Checkpoint, md *checkpoint.Metadata) []byte {
+	mdb, _ := md.AppendBinary(make([]byte, 0, 256))
+	rec := binary.AppendUvarint(make([]byte, 0, len(mdb)+256), uint64(len(mdb)))
+	rec = append(rec, mdb...)
+	rec, _ = cp.AppendBinary(rec)
+	return rec
 }
 
-// readTuple copies the record with key k (value v) and its writes.
-func readTuple(b *bbolt.Bucket, k, v []byte) rawTuple {
-	rt := rawTuple{id: string(k[1:])}
-	prefix := writesPrefix(rt.id)
-	n := len(v)
-	c := b.Cursor()
-	for wk, wv := c.Seek(prefix); wk != nil && bytes.HasPrefix(wk, prefix); wk, wv = c.Next() {
-		n += len(wv)
-		rt.writes = append(rt.writes, wv)
+// splitRecord returns the metadata and checkpoint parts of a value.
+func splitRecord(v []byte) (md, cp []byte, err error) {
+	n, k := binary.Uvarint(v)
+	if k <= 0 || n > uint64(len(v)-k) {
+		return nil, nil, checkpoint.ErrCorrupt
 	}
-	buf := make([]byte, 0, n)
-	buf = append(buf, v...)
-	rt.rec = buf[:len(v):len(v)]
-	for i, wv := range rt.writes {
-		start := len(buf)
-		buf = append(buf, wv...)
-		rt.writes[i] = buf[start:len(buf):len(buf)]
-	}
-	return rt
+	return v[k : k+int(n)], v[k+int(n):], nil
 }
 
-// decode turns a rawTuple into a Tuple; md is its metadata when the caller
-// decoded it already.
-func (rt *rawTuple) decode(threadID, ns string) (*checkpoint.Tuple, error) {
-	d := decoder{b: rt.rec}
-	md, err := decodeHeader(&d)
-	if err != nil {
-		return nil, err
+func decodeMetadata(v []byte) (checkpoint.Metadata, error) {
+	var md checkpoint.Metadata
+	mdb, _, err := splitRecord(v)
+	if err == nil {
+		err = md.UnmarshalBinary(mdb)
 	}
-	cp, err := decodeCheckpoint(&d, rt.id)
+	return md, err
+}
+
+// readTuple decodes the checkpoint with key k and value v, and its writes,
+// inside the transaction; the result owns all its memory.
+func readTuple(b *bbolt.Bucket, threadID, ns string, k, v []byte) (*checkpoint.Tuple, error) {
+	id := string(k[1:])
+	mdb, cpb, err := splitRecord(v)
 	if err != nil {
 		return nil, err
 	}
 	tp := &checkpoint.Tuple{
-		Config:     checkpoint.Config{ThreadID: threadID, Namespace: ns, CheckpointID: rt.id},
-		Checkpoint: cp,
-		Metadata:   md,
+		Config:     checkpoint.Config{ThreadID: threadID, Namespace: ns, CheckpointID: id},
+		Checkpoint: new(checkpoint.Checkpoint),
 	}
-	if cp.ParentID != "" {
-		tp.ParentConfig = &checkpoint.Config{ThreadID: threadID, Namespace: ns, CheckpointID: cp.ParentID}
+	if err := tp.Metadata.UnmarshalBinary(mdb); err != nil {
+		return nil, err
 	}
-	if len(rt.writes) > 0 {
-		tp.PendingWrites = make([]checkpoint.PendingWrite, len(rt.writes))
-		for i, wv := range rt.writes {
-			wd := decoder{b: wv}
-			if tp.PendingWrites[i], err = decodeWrite(&wd); err != nil {
-				return nil, err
-			}
+	if err := tp.Checkpoint.UnmarshalBinary(cpb); err != nil {
+		return nil, err
+	}
+	if tp.Checkpoint.ID != id {
+		return nil, fmt.Errorf("%w: record of %q holds checkpoint %q", checkpoint.ErrCorrupt, id, tp.Checkpoint.ID)
+	}
+	if p := tp.Checkpoint.ParentID; p != "" {
+		tp.ParentConfig = &checkpoint.Config{ThreadID: threadID, Namespace: ns, CheckpointID: p}
+	}
+	prefix := writesPrefix(id)
+	c := b.Cursor()
+	for wk, wv := c.Seek(prefix); wk != nil && bytes.HasPrefix(wk, prefix); wk, wv = c.Next() {
+		var w checkpoint.PendingWrite
+		if err := w.UnmarshalBinary(wv); err != nil {
+			return nil, err
 		}
-		slices.SortFunc(tp.PendingWrites, checkpoint.CompareWrites)
+		tp.PendingWrites = append(tp.PendingWrites, w)
 	}
+	slices.SortFunc(tp.PendingWrites, checkpoint.CompareWrites)
 	return tp, nil
 }
 
@@ -126,8 +130,7 @@ func (s *Saver) Get(ctx context.Context, cfg checkpoint.Config) (*checkpoint.Tup
 	if cfg.ThreadID == "" {
 		return nil, errNoThread("Get")
 	}
-	var rt rawTuple
-	found := false
+	var tp *checkpoint.Tuple
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		b := nsBucket(tx, cfg.ThreadID, cfg.Namespace)
 		if b == nil {
@@ -143,18 +146,17 @@ func (s *Saver) Get(ctx context.Context, cfg checkpoint.Config) (*checkpoint.Tup
 		if v == nil {
 			return nil
 		}
-		rt, found = readTuple(b, k, v), true
+		var err error
+		if tp, err = readTuple(b, cfg.ThreadID, cfg.Namespace, k, v); err != nil {
+			return s.corrupt(cfg.ThreadID, cfg.Namespace, string(k[1:]), err)
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, s.wrap("Get", err)
 	}
-	if !found {
+	if tp == nil {
 		return nil, notFound(cfg)
-	}
-	tp, err := rt.decode(cfg.ThreadID, cfg.Namespace)
-	if err != nil {
-		return nil, s.corrupt(cfg.ThreadID, cfg.Namespace, rt.id, err)
 	}
 	return tp, nil
 }
@@ -201,7 +203,9 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 	if parent == id {
 		return checkpoint.Config{}, fmt.Errorf("%w: checkpoint %q names itself as parent", checkpoint.ErrInvalid, id)
 	}
-	rec := encodeRecord(nil, cp, parent, &md)
+	c := *cp // a shallow copy, to encode with the resolved ids
+	c.ID, c.ParentID = id, parent
+	rec := encodeRecord(&c, &md)
 	key := cpKey(id)
 	err := s.update(func(tx *bbolt.Tx) error {
 		tb, err := tx.Bucket(threadsBucket).CreateBucketIfNotExists([]byte(cfg.ThreadID))
@@ -245,7 +249,8 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoint.Config, taskID str
 	for i := range writes {
 		w := writes[i]
 		w.TaskID = taskID
-		kvs[i] = kv{writeKey(slices.Clip(prefix), &w), encodeWrite(nil, &w), checkpoint.IsSpecialChannel(w.Channel)}
+		v, _ := w.AppendBinary(nil)
+		kvs[i] = kv{writeKey(slices.Clip(prefix), &w), v, checkpoint.IsSpecialChannel(w.Channel)}
 	}
 	ckey := cpKey(cfg.CheckpointID)
 	err := s.update(func(tx *bbolt.Tx) error {
@@ -308,7 +313,7 @@ func (s *Saver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint
 			if opts.Limit > 0 {
 				want = min(want, opts.Limit-n)
 			}
-			var page []rawTuple
+			var page []*checkpoint.Tuple
 			more := false
 			err := s.db.View(func(tx *bbolt.Tx) error {
 				b := nsBucket(tx, cfg.ThreadID, cfg.Namespace)
@@ -326,8 +331,7 @@ func (s *Saver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint
 					}
 					limit = slices.Clone(k)
 					if len(opts.Filter) > 0 {
-						d := decoder{b: v}
-						md, err := decodeHeader(&d)
+						md, err := decodeMetadata(v)
 						if err != nil {
 							return s.corrupt(cfg.ThreadID, cfg.Namespace, string(k[1:]), err)
 						}
@@ -335,7 +339,11 @@ func (s *Saver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint
 							continue
 						}
 					}
-					page = append(page, readTuple(b, k, v))
+					tp, err := readTuple(b, cfg.ThreadID, cfg.Namespace, k, v)
+					if err != nil {
+						return s.corrupt(cfg.ThreadID, cfg.Namespace, string(k[1:]), err)
+					}
+					page = append(page, tp)
 				}
 				return nil
 			})
@@ -343,13 +351,8 @@ func (s *Saver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint
 				yield(nil, s.wrap("List", err))
 				return
 			}
-			for i := range page {
-				if cfg.CheckpointID != "" && page[i].id != cfg.CheckpointID {
-					return
-				}
-				tp, err := page[i].decode(cfg.ThreadID, cfg.Namespace)
-				if err != nil {
-					yield(nil, s.corrupt(cfg.ThreadID, cfg.Namespace, page[i].id, err))
+			for _, tp := range page {
+				if cfg.CheckpointID != "" && tp.Checkpoint.ID != cfg.CheckpointID {
 					return
 				}
 				n++
@@ -436,7 +439,7 @@ func (s *Saver) wrap(op string, err error) error {
 }
 
 func (s *Saver) corrupt(threadID, ns, id string, err error) error {
-	return fmt.Errorf("checkpoint %q of thread %q namespace %q in %s: %w; the file is damaged", id, threadID, ns, s.path, err)
+	return fmt.Errorf("checkpoint %q of thread %q namespace %q: %w; the file is damaged", id, threadID, ns, err)
 }
 
 func errNoThread(op string) error {
