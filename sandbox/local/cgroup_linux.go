@@ -41,7 +41,13 @@ func joinCgroups(id string, lim sandbox.Limits, pid int) error {
 	}
 	for _, c := range cgroupControllers {
 		dir := cgroupDir(c, id)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		var err error
+		for range 5 { // another backend may remove the shared parent between our two mkdirs
+			if err = os.MkdirAll(dir, 0o755); !errors.Is(err, os.ErrNotExist) {
+				break
+			}
+		}
+		if err != nil {
 			return err
 		}
 		for name, v := range files[c] {
@@ -77,6 +83,7 @@ func removeCgroups(ctx context.Context, id string) error {
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
+		unix.Rmdir(filepath.Dir(dir)) // the shared parent, once no sandbox uses it; busy is fine
 	}
 	return errors.Join(errs...)
 }

@@ -142,7 +142,11 @@ func hostileCases(t *testing.T) []hostileCase {
 		}
 	}
 	// A descriptor the host leaked without O_CLOEXEC, as libraries sometimes do.
-	leak, err := unix.Open(filepath.Join(wd, "hostile_test.go"), unix.O_RDONLY, 0)
+	leakPath := filepath.Join(t.TempDir(), "host-secret.txt")
+	if err := os.WriteFile(leakPath, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	leak, err := unix.Open(leakPath, unix.O_RDONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,12 +101,6 @@ func helperMain() error {
 			return fmt.Errorf("bring lo up: %w", err)
 		}
 	}
-	for _, r := range cfg.Rlimits {
-		lim := unix.Rlimit{Cur: r.Cur, Max: r.Max}
-		if err := unix.Prlimit(0, r.Resource, &lim, nil); err != nil {
-			return fmt.Errorf("setrlimit %d: %w", r.Resource, err)
-		}
-	}
 	unix.Umask(0o022)
 	if err := unix.Chdir(cfg.Cwd); err != nil {
 		return fmt.Errorf("working directory %s: %w", cfg.Cwd, err)
@@ -135,10 +129,32 @@ func helperMain() error {
 	if err != nil {
 		return err
 	}
-	if err := unix.Exec(argv0, cfg.Argv, cfg.Env); err != nil {
-		return fmt.Errorf("exec %s: %w", argv0, err)
+	// Everything execve needs is converted now: once the limits are in place this Go process must not
+	// allocate (RLIMIT_AS) or start a thread (RLIMIT_NPROC), or the runtime dies instead of the exec.
+	argv0p, err := unix.BytePtrFromString(argv0)
+	if err != nil {
+		return err
 	}
-	return nil
+	argvp, err := syscall.SlicePtrFromStrings(cfg.Argv)
+	if err != nil {
+		return err
+	}
+	envp, err := syscall.SlicePtrFromStrings(cfg.Env)
+	if err != nil {
+		return err
+	}
+	limits := make([]unix.Rlimit, len(cfg.Rlimits))
+	for i, r := range cfg.Rlimits {
+		limits[i] = unix.Rlimit{Cur: r.Cur, Max: r.Max}
+	}
+	for i := range limits {
+		if err := unix.Prlimit(0, cfg.Rlimits[i].Resource, &limits[i], nil); err != nil {
+			return fmt.Errorf("setrlimit %d: %w", cfg.Rlimits[i].Resource, err)
+		}
+	}
+	_, _, e := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(argv0p)),
+		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
+	return fmt.Errorf("exec %s: %w", argv0, e)
 }
 
 func lookPath(name string, env []string) (string, error) {
@@ -163,6 +179,18 @@ const newRoot = "/tmp" // mount point of the new root's tmpfs; the host's /tmp i
 func buildRoot(cfg *childConfig) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
+	}
+	homeFD, tmpFD := fdHome, fdTmp
+	if !cfg.MountFDs {
+		// Opened before the new root's tmpfs covers /tmp, where the host paths may lie; bound through the
+		// descriptor below, which this mount namespace owns.
+		var err error
+		if homeFD, err = unix.Open(cfg.HomeSrc, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+			return fmt.Errorf("open home %s: %w", cfg.HomeSrc, err)
+		}
+		if tmpFD, err = unix.Open(cfg.TmpSrc, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+			return fmt.Errorf("open /tmp %s: %w", cfg.TmpSrc, err)
+		}
 	}
 	if err := unix.Mount("tmpfs", newRoot, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=16m,mode=0755"); err != nil {
 		return fmt.Errorf("mount root tmpfs: %w", err)
@@ -216,10 +244,10 @@ func buildRoot(cfg *childConfig) error {
 	if err := buildDev(r("/dev"), cfg.TmpfsBytes); err != nil {
 		return err
 	}
-	if err := attach(cfg, fdHome, cfg.HomeSrc, r("/home/user")); err != nil {
+	if err := attach(cfg.MountFDs, homeFD, r("/home/user")); err != nil {
 		return fmt.Errorf("bind home: %w", err)
 	}
-	if err := attach(cfg, fdTmp, cfg.TmpSrc, r("/tmp")); err != nil {
+	if err := attach(cfg.MountFDs, tmpFD, r("/tmp")); err != nil {
 		return fmt.Errorf("bind /tmp: %w", err)
 	}
 	if err := os.MkdirAll(r("/proc"), 0o555); err != nil {
@@ -227,6 +255,13 @@ func buildRoot(cfg *childConfig) error {
 	}
 	if err := unix.Mount("proc", r("/proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
+	}
+	// Key descriptions of the user's keyrings show in /proc/keys to a process of the same user (the
+	// unprivileged case); hide them.
+	for _, f := range []string{"/proc/keys", "/proc/key-users"} {
+		if err := unix.Mount(r("/dev/null"), r(f), "", unix.MS_BIND, ""); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("mask %s: %w", f, err)
+		}
 	}
 	// /proc/sys read-only as a second wall behind the dropped capabilities.
 	if err := bindReadOnly(r("/proc/sys"), r("/proc/sys"), true); err != nil {
@@ -294,16 +329,16 @@ func bindReadOnly(src, dst string, dir bool) error {
 }
 
 // attach mounts a sandbox directory read-write, nosuid and nodev at dst: from the parent's detached mount
-// when it sent one (the helper's uid need not be able to walk the host path: t.TempDir and /root are 0700),
-// else by binding the host path, which the helper can walk because it runs as the calling user.
-func attach(cfg *childConfig, fd int, src, dst string) error {
+// when it sent one (as root the helper's uid may not walk the host path: t.TempDir and /root are 0700), else
+// by binding the directory the helper opened itself, as the calling user.
+func attach(detached bool, fd int, dst string) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
-	if cfg.MountFDs {
+	if detached {
 		return unix.MoveMount(fd, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH)
 	}
-	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+	if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), dst, "", unix.MS_BIND, ""); err != nil {
 		return err
 	}
 	return unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, "")

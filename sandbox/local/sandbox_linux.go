@@ -70,18 +70,21 @@ func (s *sbx) Stop(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The state changes first, so whoever sees a command die also sees the sandbox stopped.
+	if m.State != sandbox.StateStopped {
+		m.State = sandbox.StateStopped
+		m.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond)
+		if err := s.writeMeta(m); err != nil {
+			return err
+		}
+	}
 	if err := s.killAll(ctx); err != nil {
 		return err
 	}
 	if err := clearDir(s.tmp()); err != nil {
 		return fmt.Errorf("stop %s: empty /tmp: %w", s.id, err)
 	}
-	if m.State == sandbox.StateStopped {
-		return nil
-	}
-	m.State = sandbox.StateStopped
-	m.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond)
-	return s.writeMeta(m)
+	return nil
 }
 
 // Resume lets a stopped sandbox run commands again; its TTL starts afresh.
