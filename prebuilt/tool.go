@@ -1,0 +1,212 @@
+package prebuilt
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/invopop/jsonschema"
+
+	"github.com/agentgraph/agentgraph/graph"
+	"github.com/agentgraph/agentgraph/model"
+)
+
+// Tool is a function a model can call: a name, a description and a JSON
+// schema for its arguments, generated from a Go type. Build one with NewTool.
+// A Tool is immutable and safe for concurrent use.
+type Tool struct {
+	name        string
+	description string
+	schema      *jsonschema.Schema
+	params      json.RawMessage
+	result      reflect.Type
+	run         func(ctx context.Context, args json.RawMessage) (any, error)
+}
+
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// NewTool makes a tool that calls fn with the model's arguments decoded into
+// Args, a struct. The schema the model sees comes from Args through
+// github.com/invopop/jsonschema, written out in full (no $ref):
+//
+//   - property names come from json tags;
+//   - a field is required unless its json tag says omitempty or omitzero;
+//   - `jsonschema:"description=..."` describes a field, and the other
+//     jsonschema tag keywords (enum=, minimum=, ...) apply as documented
+//     there;
+//   - fields not in Args are rejected (additionalProperties is false).
+//
+// The run config is not an argument: fn reads it from ctx with
+// graph.ConfigFrom, and the id of the call it answers with ToolCallID.
+//
+// What fn returns becomes the tool message's content: a string as it is,
+// anything else as JSON. To update the graph's state as well, return an
+// Output[S].
+func NewTool[Args, Result any](name, description string, fn func(ctx context.Context, args Args) (Result, error)) (*Tool, error) {
+	if !toolName.MatchString(name) {
+		return nil, fmt.Errorf("prebuilt: tool name %q: use 1 to 64 letters, digits, _ or -", name)
+	}
+	if fn == nil {
+		return nil, fmt.Errorf("prebuilt: tool %q has a nil function", name)
+	}
+	s, err := schemaFor(reflect.TypeFor[Args]())
+	if err != nil {
+		return nil, fmt.Errorf("prebuilt: tool %q: %w", name, err)
+	}
+	params, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("prebuilt: tool %q: encode schema: %w", name, err)
+	}
+	t := &Tool{name: name, description: description, schema: s, params: params, result: reflect.TypeFor[Result]()}
+	t.run = func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var args Args
+		if err := t.decode(raw, &args); err != nil {
+			return nil, err
+		}
+		return fn(ctx, args)
+	}
+	return t, nil
+}
+
+// MustTool is NewTool for tools declared at package level: it panics on the
+// errors NewTool returns, all of which are mistakes in the declaration.
+func MustTool[Args, Result any](name, description string, fn func(ctx context.Context, args Args) (Result, error)) *Tool {
+	t, err := NewTool(name, description, fn)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// Name returns the tool's name.
+func (t *Tool) Name() string { return t.name }
+
+// Spec returns what a model is told about the tool.
+func (t *Tool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: t.name, Description: t.description, Parameters: slices.Clone(t.params)}
+}
+
+// Call runs the tool with the given JSON arguments, outside any graph or
+// inside one, and returns the content of its tool message. The tool reads
+// the run config from ctx: give it one with graph.WithConfig when calling
+// it directly. Arguments that are not a JSON object matching the schema give
+// an *ArgumentError; the tool's own error is returned wrapped.
+func (t *Tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
+	v, err := t.run(ctx, args)
+	if err != nil {
+		var ae *ArgumentError
+		if errors.As(err, &ae) {
+			return "", err
+		}
+		return "", fmt.Errorf("tool %q: %w", t.name, err)
+	}
+	return t.content(v)
+}
+
+func (t *Tool) content(v any) (string, error) {
+	if o, ok := v.(stateOutput); ok {
+		v = o.toolContent()
+	}
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("tool %q: encode its result as JSON: %w; return a string or a JSON-encodable value", t.name, err)
+	}
+	return string(b), nil
+}
+
+func (t *Tool) decode(raw json.RawMessage, dst any) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage(`{}`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil || dec.More() {
+		if err == nil {
+			err = errors.New("text follows the JSON value")
+		}
+		return &ArgumentError{Tool: t.name, Problems: []string{fmt.Sprintf("arguments are not valid JSON (%v); send one JSON object", err)}}
+	}
+	if s, ok := x.(string); ok {
+		// model.Arguments keeps argument text that is not JSON as a string.
+		return &ArgumentError{Tool: t.name, Problems: []string{fmt.Sprintf("arguments are not a JSON object but the text %s; send one JSON object", show(s))}}
+	}
+	var v validator
+	v.check(t.schema, x, "")
+	if len(v.problems) > 0 {
+		return &ArgumentError{Tool: t.name, Problems: v.problems}
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return &ArgumentError{Tool: t.name, Problems: []string{fmt.Sprintf("field %q: %s does not fit %v", te.Field, te.Value, te.Type)}}
+		}
+		return &ArgumentError{Tool: t.name, Problems: []string{err.Error()}}
+	}
+	return nil
+}
+
+// ErrInvalidArguments reports tool arguments that are not a JSON object
+// matching the tool's schema.
+var ErrInvalidArguments = errors.New("prebuilt: invalid tool arguments")
+
+// ArgumentError lists what is wrong with a call's arguments, each problem
+// naming the field and the type it expects, so a model can correct its call.
+// It matches ErrInvalidArguments with errors.Is.
+type ArgumentError struct {
+	Tool     string
+	Problems []string
+}
+
+func (e *ArgumentError) Error() string {
+	return fmt.Sprintf("invalid arguments for tool %q: %s", e.Tool, strings.Join(e.Problems, "; "))
+}
+
+// Is makes errors.Is(err, ErrInvalidArguments) true.
+func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArguments }
+
+// Output is a tool result that updates the graph's state as well as
+// answering the model: Content becomes the tool message (a string as it is,
+// anything else as JSON), Writes are applied with the ToolNode's update, and
+// Goto routes the graph as graph.Update.Goto does. A ToolNode over state S
+// accepts only tools returning Output[S]; NewToolNode checks this.
+//
+// Writes to the messages key land after the tool messages of the step. When
+// several tools write one last-value key in the same step, the engine
+// rejects the update: give such a key a reducer.
+type Output[S any] struct {
+	Content any
+	Writes  []graph.Write[S]
+	Goto    []string
+}
+
+func (o Output[S]) toolContent() any { return o.Content }
+
+type stateOutput interface{ toolContent() any }
+
+var stateOutputType = reflect.TypeFor[stateOutput]()
+
+type toolCallKey struct{}
+
+// ToolCallID returns the id of the tool call ctx's tool is answering, or ""
+// outside a ToolNode.
+func ToolCallID(ctx context.Context) string {
+	id, _ := ctx.Value(toolCallKey{}).(string)
+	return id
+}
+
+// WithToolCallID returns ctx carrying a tool call id, for calling a tool
+// directly as a ToolNode would.
+func WithToolCallID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, toolCallKey{}, id)
+}
