@@ -67,6 +67,7 @@ func New[S any](keys ...anyKey[S]) *StateGraph[S] {
 	g := &StateGraph[S]{byName: map[string]*nodeSpec[S]{}}
 	seen := map[string]bool{}
 	for _, k := range keys {
+		k = k.self()
 		if seen[k.Name()] {
 			g.errs = append(g.errs, fmt.Errorf("key %q declared twice", k.Name()))
 			continue

@@ -107,6 +107,8 @@ func (w *keyWrite[S, T]) isOverwrite() bool { return w.overwrite }
 // anyKey is the untyped face of a Key the runtime works with.
 type anyKey[S any] interface {
 	Name() string
+	// self is the *Key behind a key value (a SliceKey wraps one).
+	self() anyKey[S]
 	isLastValue() bool
 	// apply folds one step's writes to this key into s, in order.
 	apply(s *S, ws []Write[S]) error
@@ -119,6 +121,8 @@ type anyKey[S any] interface {
 	valueType() reflect.Type
 	copyValue(dst, src *S)
 }
+
+func (k *Key[S, T]) self() anyKey[S] { return k }
 
 func (k *Key[S, T]) isLastValue() bool { return k.reducer.fold == nil }
 

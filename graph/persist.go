@@ -87,11 +87,12 @@ func newPersister[S any](g *Graph[S], rc runConfig) *persister[S] {
 	}
 	p.resetDiff()
 	if p.durability == DurabilityAsync {
-		p.queue = make(chan func() error, 64)
+		q := make(chan func() error, 64)
+		p.queue = q
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			for op := range p.queue {
+			for op := range q {
 				if p.failed() {
 					continue
 				}
