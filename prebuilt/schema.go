@@ -77,7 +77,12 @@ func (v *validator) addf(path, format string, args ...any) {
 	if path != "" {
 		where = "field " + quote(path)
 	}
-	v.problems = append(v.problems, where+": "+fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	sep := ": "
+	if strings.HasPrefix(msg, "is ") {
+		sep = " " // field "x" is required
+	}
+	v.problems = append(v.problems, where+sep+msg)
 }
 
 func quote(s string) string { return `"` + s + `"` }

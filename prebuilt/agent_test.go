@@ -1,0 +1,179 @@
+package prebuilt
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentgraph/agentgraph/checkpoint"
+	"github.com/agentgraph/agentgraph/graph"
+	"github.com/agentgraph/agentgraph/model"
+	"github.com/agentgraph/agentgraph/model/scripted"
+)
+
+// echoPython stands where the sandbox tool goes: it reports the thread it
+// was called for and the code it got.
+func echoPython(t testing.TB) *Tool {
+	t.Helper()
+	tool, err := NewTool("run_python", "Run a Python 3 program in this conversation's sandbox.",
+		func(ctx context.Context, a struct {
+			Code string `json:"code" jsonschema:"description=The whole program"`
+		}) (string, error) {
+			return "[" + graph.ThreadIDFrom(ctx) + "] " + a.Code, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tool
+}
+
+func TestReactAgentCodeActTurns(t *testing.T) {
+	ctx := context.Background()
+	codeAct := scripted.CodeAct()
+	var first model.Request
+	var once sync.Once
+	m := scripted.Func(func(ctx context.Context, req model.Request) (model.Response, error) {
+		once.Do(func() { first = req })
+		return codeAct.Generate(ctx, req)
+	})
+	agent, err := NewReactAgent(m, []*Tool{echoPython(t)}, WithSaver(checkpoint.NewMemory()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(thread, text string) []model.Message {
+		res, err := agent.Invoke(ctx, graph.Updates(Messages.Add(model.User(text))), graph.Thread(thread))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.State.Messages
+	}
+	msgs := ask("1", "print(1)")
+	if len(msgs) != 4 {
+		t.Fatalf("turn 1: %d messages, want 4", len(msgs))
+	}
+	if got := msgs[3].Content; got != "Tool said:\n[1] print(1)" {
+		t.Fatalf("turn 1 answer %q", got)
+	}
+	if msgs[2].Role != model.RoleTool || msgs[2].ToolCallID != msgs[1].ToolCalls[0].ID {
+		t.Fatalf("tool message %+v does not answer call %+v", msgs[2], msgs[1].ToolCalls)
+	}
+	msgs = ask("1", "print(2)")
+	if len(msgs) != 8 || msgs[7].Content != "Tool said:\n[1] print(2)" {
+		t.Fatalf("turn 2 on the same thread: %d messages, last %q", len(msgs), msgs[len(msgs)-1].Content)
+	}
+	msgs = ask("2", "print(3)")
+	if len(msgs) != 4 || msgs[3].Content != "Tool said:\n[2] print(3)" {
+		t.Fatalf("thread 2: %d messages, last %q", len(msgs), msgs[len(msgs)-1].Content)
+	}
+	// The model saw the tool's schema, without any run config in it.
+	req := first
+	if len(req.Tools) != 1 || req.Tools[0].Name != "run_python" ||
+		string(req.Tools[0].Parameters) != `{"properties":{"code":{"type":"string","description":"The whole program"}},"additionalProperties":false,"type":"object","required":["code"]}` {
+		t.Fatalf("tools bound: %+v", req.Tools)
+	}
+}
+
+func TestReactAgentSystemPromptAndToolChoice(t *testing.T) {
+	m := scripted.New(scripted.Text("hello"))
+	agent, err := NewReactAgent(m, []*Tool{echoPython(t)}, WithSystemPrompt("Be brief."), WithToolChoice(model.ToolChoiceNone))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := agent.Invoke(context.Background(), graph.Updates(Messages.Add(model.User("hi"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := m.Requests()[0]
+	if len(req.Messages) != 2 || req.Messages[0].Role != model.RoleSystem || req.Messages[0].Content != "Be brief." || req.Messages[1].Content != "hi" {
+		t.Fatalf("request messages %+v", req.Messages)
+	}
+	if req.ToolChoice != model.ToolChoiceNone {
+		t.Fatalf("tool choice %q", req.ToolChoice)
+	}
+	got := res.State.Messages
+	if len(got) != 2 || got[0].Role != model.RoleUser || got[1].Content != "hello" || got[1].ID == "" {
+		t.Fatalf("state %+v: the system prompt must not be stored", got)
+	}
+}
+
+func TestReactAgentStreamsMessages(t *testing.T) {
+	m := scripted.New(
+		scripted.Calls(model.ToolCall{ID: "c1", Name: "run_python", Arguments: []byte(`{"code":"print(42)"}`)}),
+		scripted.Text("The answer is 42."),
+	)
+	agent, err := NewReactAgent(m, []*Tool{echoPython(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		text   = map[int]string{}
+		calls  = map[int]*model.ToolCallAssembler{}
+		nodes  = map[string]bool{}
+		done   int
+		update []string
+	)
+	for ev, err := range agent.Stream(context.Background(), graph.Updates(Messages.Add(model.User("what is 6*7?"))),
+		graph.StreamModes(graph.ModeMessages|graph.ModeUpdates), graph.Thread("s")) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Mode {
+		case graph.ModeUpdates:
+			update = append(update, ev.Node)
+		case graph.ModeMessages:
+			nodes[ev.Node] = true
+			c, ok := ev.Data.(model.Chunk)
+			if !ok {
+				t.Fatalf("messages event data is %T, want model.Chunk", ev.Data)
+			}
+			text[ev.Step] += c.Delta
+			if calls[ev.Step] == nil {
+				calls[ev.Step] = &model.ToolCallAssembler{}
+			}
+			for _, d := range c.ToolCalls {
+				calls[ev.Step].Add(d)
+			}
+			if c.Done != nil {
+				done++
+			}
+		}
+	}
+	if len(nodes) != 1 || !nodes[AgentNode] {
+		t.Fatalf("message chunks came from %v, want only %q", nodes, AgentNode)
+	}
+	if done != 2 || len(text) != 2 {
+		t.Fatalf("%d done chunks over steps %v, want 2 model calls", done, text)
+	}
+	var steps []int
+	for s := range text {
+		steps = append(steps, s)
+	}
+	first, second := min(steps[0], steps[1]), max(steps[0], steps[1])
+	if got := calls[first].Calls(); len(got) != 1 || got[0].ID != "c1" || string(got[0].Arguments) != `{"code":"print(42)"}` {
+		t.Fatalf("streamed tool call at step %d: %+v", first, got)
+	}
+	if text[second] != "The answer is 42." || second != first+2 {
+		t.Fatalf("streamed text at step %d: %q (first call at step %d)", second, text[second], first)
+	}
+	if strings.Join(update, ",") != "agent,tools,agent" {
+		t.Fatalf("updates from %v", update)
+	}
+}
+
+func TestReactAgentModelFailure(t *testing.T) {
+	boom := errors.New("rate limited")
+	agent, err := NewReactAgent(scripted.New(scripted.Fail(boom)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = agent.Invoke(context.Background(), graph.Updates(Messages.Add(model.User("hi"))))
+	var ne *graph.NodeError
+	if !errors.Is(err, boom) || !errors.As(err, &ne) || ne.Node != AgentNode {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := NewReactAgent(nil, nil); err == nil {
+		t.Fatal("NewReactAgent accepted a nil model")
+	}
+}
