@@ -20,7 +20,7 @@ const (
 // StateGraph builds a graph over state S. Its methods record mistakes instead
 // of returning them one by one; Compile reports them all.
 type StateGraph[S any] struct {
-	keys     []anyKey[S]
+	keys     []AnyKey[S]
 	nodes    []*nodeSpec[S]
 	byName   map[string]*nodeSpec[S]
 	edges    [][2]string
@@ -63,7 +63,7 @@ type branchSpec[S any] struct {
 
 // New starts a graph over state S with its keys. Every key a node writes must
 // be declared here.
-func New[S any](keys ...anyKey[S]) *StateGraph[S] {
+func New[S any](keys ...AnyKey[S]) *StateGraph[S] {
 	g := &StateGraph[S]{byName: map[string]*nodeSpec[S]{}}
 	seen := map[string]bool{}
 	for _, k := range keys {
@@ -249,7 +249,7 @@ func (g *StateGraph[S]) Compile(opts ...CompileOption) (*Graph[S], error) {
 	errs := slices.Clone(g.errs)
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
-	c := &Graph[S]{keys: g.keys, nodes: g.nodes, opts: o, keyIndex: map[anyKey[S]]int{}}
+	c := &Graph[S]{keys: g.keys, nodes: g.nodes, opts: o, keyIndex: map[AnyKey[S]]int{}}
 	for i, k := range g.keys {
 		c.keyIndex[k] = i
 	}

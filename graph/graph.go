@@ -11,8 +11,8 @@ import (
 // Graph is a compiled, runnable graph over state S. It is safe for concurrent
 // use: runs on different threads proceed in parallel.
 type Graph[S any] struct {
-	keys            []anyKey[S]
-	keyIndex        map[anyKey[S]]int
+	keys            []AnyKey[S]
+	keyIndex        map[AnyKey[S]]int
 	keyByName       map[string]int
 	nodes           []*nodeSpec[S]
 	byName          map[string]*nodeSpec[S]
@@ -23,7 +23,7 @@ type Graph[S any] struct {
 	opts            compileOptions
 	interruptBefore []bool
 	interruptAfter  []bool
-	clipKeys        []anyKey[S]
+	clipKeys        []AnyKey[S]
 
 	cacheMu sync.Mutex
 	cache   map[checkpoint.Config]*threadState[S]

@@ -89,7 +89,7 @@ func (k *Key[S, T]) Overwrite(v T) Write[S] { return &keyWrite[S, T]{k: k, v: v,
 // Write is one typed write to a key of S, made by Key.Set, Key.Overwrite or
 // SliceKey.Add.
 type Write[S any] interface {
-	key() anyKey[S]
+	key() AnyKey[S]
 	value() any
 	isOverwrite() bool
 }
@@ -100,15 +100,16 @@ type keyWrite[S, T any] struct {
 	overwrite bool
 }
 
-func (w *keyWrite[S, T]) key() anyKey[S]    { return w.k }
+func (w *keyWrite[S, T]) key() AnyKey[S]    { return w.k }
 func (w *keyWrite[S, T]) value() any        { return w.v }
 func (w *keyWrite[S, T]) isOverwrite() bool { return w.overwrite }
 
-// anyKey is the untyped face of a Key the runtime works with.
-type anyKey[S any] interface {
+// AnyKey is any key of state S, whatever its value type: what New takes.
+// Only this package's keys implement it.
+type AnyKey[S any] interface {
 	Name() string
 	// self is the *Key behind a key value (a SliceKey wraps one).
-	self() anyKey[S]
+	self() AnyKey[S]
 	isLastValue() bool
 	// apply folds one step's writes to this key into s, in order.
 	apply(s *S, ws []Write[S]) error
@@ -122,7 +123,7 @@ type anyKey[S any] interface {
 	copyValue(dst, src *S)
 }
 
-func (k *Key[S, T]) self() anyKey[S] { return k }
+func (k *Key[S, T]) self() AnyKey[S] { return k }
 
 func (k *Key[S, T]) isLastValue() bool { return k.reducer.fold == nil }
 

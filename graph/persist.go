@@ -308,7 +308,7 @@ func (p *persister[S]) remember(r *runner[S]) {
 }
 
 // record notes one key's writes of the current step for the next checkpoint.
-func (p *persister[S]) record(k anyKey[S], s *S, ws []Write[S], version uint64) error {
+func (p *persister[S]) record(k AnyKey[S], s *S, ws []Write[S], version uint64) error {
 	name := k.Name()
 	p.dirty = true
 	p.versions[name] = version

@@ -72,6 +72,7 @@ type runner[S any] struct {
 	buckets [][]Write[S]
 	touched []int
 	marks   []bool
+	marked  []int
 	events  chan streamItem
 }
 
@@ -357,10 +358,12 @@ func (r *runner[S]) exec(ctx context.Context, t *task[S]) {
 	t.tc.step = r.step
 	t.tc.node = t.node.name
 	tctx := context.WithValue(ctx, taskKey{}, &t.tc)
-	if r.rc.modes&ModeDebug != 0 {
-		r.emitFromTask(&t.tc, ModeDebug, &DebugInfo{Type: "task_start", Time: time.Now()})
+	debugging := r.rc.modes&ModeDebug != 0
+	var start time.Time
+	if debugging {
+		start = time.Now()
+		r.emitFromTask(&t.tc, ModeDebug, &DebugInfo{Type: "task_start", Time: start})
 	}
-	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		t.tc.calls, t.tc.raised = 0, nil
 		t.upd, t.err = r.call(tctx, t)
@@ -385,7 +388,9 @@ func (r *runner[S]) exec(ctx context.Context, t *task[S]) {
 			break
 		}
 	}
-	t.dur = time.Since(start)
+	if debugging {
+		t.dur = time.Since(start)
+	}
 	if t.err != nil {
 		var ie *interruptSignal
 		if errors.As(t.err, &ie) {
@@ -539,7 +544,7 @@ func (r *runner[S]) apply(tasks []*task[S]) error {
 	return nil
 }
 
-func writers[S any](tasks []*task[S], k anyKey[S]) []string {
+func writers[S any](tasks []*task[S], k AnyKey[S]) []string {
 	var names []string
 	for _, t := range tasks {
 		for _, w := range t.upd.writes {
@@ -636,11 +641,11 @@ func (r *runner[S]) addSend(t *task[S], s Send[S]) error {
 // triggered node in name order, then one per Send in order.
 func (r *runner[S]) plan(tasks []*task[S]) ([]*task[S], error) {
 	g := r.g
-	marked := 0
+	marked := r.marked[:0]
 	mark := func(i int) {
 		if !r.marks[i] {
 			r.marks[i] = true
-			marked++
+			marked = append(marked, i)
 		}
 	}
 	sends := 0
@@ -668,17 +673,16 @@ func (r *runner[S]) plan(tasks []*task[S]) ([]*task[S], error) {
 			}
 		}
 	}
-	if marked+sends == 0 {
+	r.marked = marked
+	if len(marked)+sends == 0 {
 		return nil, nil
 	}
-	next := make([]*task[S], 0, marked+sends)
-	if marked > 0 {
+	next := make([]*task[S], 0, len(marked)+sends)
+	if len(marked) > 0 {
 		view := g.view(&r.state)
-		for i, m := range r.marks {
-			if m {
-				r.marks[i] = false
-				next = append(next, &task[S]{node: g.nodes[i], input: view})
-			}
+		for _, i := range marked {
+			r.marks[i] = false
+			next = append(next, &task[S]{node: g.nodes[i], input: view})
 		}
 		if len(next) > 1 {
 			slices.SortFunc(next, func(a, b *task[S]) int { return a.node.rank - b.node.rank })
