@@ -145,7 +145,10 @@ func newLGModel(s *reactScript, tick func()) *lgModel {
 	return m
 }
 
-func (m *lgModel) GenerateContent(_ context.Context, msgs []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+func (m *lgModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // langgraphgo does not check the context between steps
+	}
 	if m.tick != nil {
 		m.tick()
 	}

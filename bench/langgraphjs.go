@@ -40,6 +40,8 @@ type jsLine struct {
 	NA         string    `json:"na"`
 	Error      string    `json:"error"`
 	Turns      int       `json:"turns"`
+	Reached    int       `json:"reached"`
+	Stopped    string    `json:"stopped"`
 	TotalMS    float64   `json:"total_ms"`
 	CallMS     []float64 `json:"call_ms"`
 }
@@ -62,7 +64,8 @@ func (j *langgraphjs) measure(ctx context.Context, p plan) ([]Result, []GrowthRe
 	}
 	args := []string{j.script,
 		"-target-ms", strconv.FormatInt(p.Target.Milliseconds(), 10),
-		"-min-runs", strconv.Itoa(p.MinRuns)}
+		"-min-runs", strconv.Itoa(p.MinRuns),
+		"-growth-budget-ms", strconv.FormatInt(p.GrowthBudget.Milliseconds(), 10)}
 	if len(names) > 0 && len(variants) > 0 {
 		args = append(args, "-workloads", strings.Join(names, ","), "-variants", strings.Join(variants, ","))
 	} else {
@@ -91,7 +94,8 @@ func (j *langgraphjs) measure(ctx context.Context, p plan) ([]Result, []GrowthRe
 		}
 		progress("langgraphjs", l.Workload, string(l.Variant))
 		if l.Workload == "growth" {
-			g := GrowthResult{Framework: j.Name(), Turns: l.Turns, Status: statusOK, TotalMS: l.TotalMS, CallMS: l.CallMS}
+			g := GrowthResult{Framework: j.Name(), Turns: l.Turns, Status: statusOK,
+				Reached: l.Reached, Stopped: l.Stopped, TotalMS: l.TotalMS, CallMS: l.CallMS}
 			if l.Error != "" {
 				g.Status, g.Reason, g.CallMS = statusError, l.Error, nil
 			}

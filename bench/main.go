@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,16 +37,20 @@ func run() error {
 		quick          = flag.Bool("quick", false, "short runs (0.2 s or 3 runs a cell) and a 100/300-turn growth check")
 		target         = flag.Duration("target", time.Second, "repeat each cell until this much time has passed...")
 		minRuns        = flag.Int("min-runs", 5, "...and at least this many runs")
+		growthBudget   = flag.Duration("growth-budget", 90*time.Second, "stop a growth run still going after this long and report the turns it finished")
 		jsonOut        = flag.String("json", "results.json", "where to write the raw results")
 		svgOut         = flag.String("svg", "growth.svg", "where to write the growth chart")
 	)
 	flag.Parse()
 
-	p := plan{Target: *target, MinRuns: *minRuns}
+	p := plan{Target: *target, MinRuns: *minRuns, GrowthBudget: *growthBudget}
 	if *quick {
 		p.Target, p.MinRuns = min(p.Target, 200*time.Millisecond), min(p.MinRuns, 3)
 		if !flagSet("growth") {
 			*growthFlag = "100,300"
+		}
+		if !flagSet("growth-budget") {
+			p.GrowthBudget = 20 * time.Second
 		}
 	}
 	var err error
@@ -101,7 +106,7 @@ func run() error {
 		}
 		for _, turns := range p.Growth {
 			progress(name, "growth", strconv.Itoa(turns))
-			rep.Growth = append(rep.Growth, measureGrowth(ctx, f, turns))
+			rep.Growth = append(rep.Growth, measureGrowth(ctx, f, turns, p))
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -132,9 +137,10 @@ func pickWorkloads(s string) ([]Workload, error) {
 	var out []Workload
 	seen := map[string]bool{}
 	for _, want := range splitList(s) {
+		exact := slices.ContainsFunc(allWorkloads, func(w Workload) bool { return w.Name == want })
 		found := false
 		for _, w := range allWorkloads {
-			if w.Name == want || strings.HasPrefix(w.Name, want) {
+			if w.Name == want || !exact && strings.HasPrefix(w.Name, want) {
 				found = true
 				if !seen[w.Name] {
 					seen[w.Name] = true
@@ -196,5 +202,6 @@ func machine() map[string]string {
 }
 
 func planInfo(p plan, quick bool) map[string]any {
-	return map[string]any{"target_ms": p.Target.Milliseconds(), "min_runs": p.MinRuns, "growth_turns": p.Growth, "quick": quick}
+	return map[string]any{"target_ms": p.Target.Milliseconds(), "min_runs": p.MinRuns, "growth_turns": p.Growth,
+		"growth_budget_ms": p.GrowthBudget.Milliseconds(), "quick": quick}
 }

@@ -17,6 +17,9 @@ type plan struct {
 	Target    time.Duration // keep repeating a cell until this much time passed...
 	MinRuns   int           // ...and at least this many runs
 	Growth    []int         // agent-loop lengths for the growth check
+	// GrowthBudget stops a growth run that is still going after this long;
+	// the turns it finished are reported.
+	GrowthBudget time.Duration
 }
 
 // Status of a cell.
@@ -47,16 +50,18 @@ type GrowthResult struct {
 	Turns     int       `json:"turns"`
 	Status    string    `json:"status"`
 	Reason    string    `json:"reason,omitempty"`
-	TotalMS   float64   `json:"total_ms,omitempty"`
-	CallMS    []float64 `json:"call_ms,omitempty"` // start of each model call, ms after the run began
+	Reached   int       `json:"reached"`            // turns finished (fewer than Turns when stopped)
+	Stopped   string    `json:"stopped,omitempty"`  // why the run was cut short
+	TotalMS   float64   `json:"total_ms,omitempty"` // first model call to last
+	CallMS    []float64 `json:"call_ms,omitempty"`  // start of each model call, ms after the run began
 }
 
 // PerTurnMS is the mean time of one model-and-tool round.
 func (g GrowthResult) PerTurnMS() float64 {
-	if g.Turns == 0 {
+	if g.Reached == 0 {
 		return 0
 	}
-	return g.TotalMS / float64(g.Turns)
+	return g.TotalMS / float64(g.Reached)
 }
 
 // failed turns an error from Prepare or a run into a non-ok result.
@@ -115,7 +120,7 @@ func measureCell(ctx context.Context, f Framework, w Workload, v Variant, p plan
 
 // measureGrowth runs one agent loop of the growth check and records when each
 // model call started.
-func measureGrowth(ctx context.Context, f Framework, turns int) GrowthResult {
+func measureGrowth(ctx context.Context, f Framework, turns int, p plan) GrowthResult {
 	g := GrowthResult{Framework: f.Name(), Turns: turns}
 	gr, ok := f.(Grower)
 	if !ok {
@@ -124,19 +129,41 @@ func measureGrowth(ctx context.Context, f Framework, turns int) GrowthResult {
 	}
 	runtime.GC()
 	calls := make([]float64, 0, turns+1)
+	// The budget starts with the first model call: building the graph and
+	// the script is not part of the loop.
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var budget *time.Timer
+	defer func() {
+		if budget != nil {
+			budget.Stop()
+		}
+	}()
 	start := time.Now()
-	err := gr.Growth(ctx, turns, func() { calls = append(calls, ms(time.Since(start))) })
-	g.TotalMS = ms(time.Since(start))
-	if err != nil {
-		r := failed(Result{}, err)
-		g.Status, g.Reason, g.TotalMS = r.Status, r.Reason, 0
+	err := gr.Growth(gctx, turns, func() {
+		if budget == nil {
+			budget = time.AfterFunc(p.GrowthBudget, cancel)
+		}
+		calls = append(calls, ms(time.Since(start)))
+	})
+	switch {
+	case err != nil && gctx.Err() != nil && ctx.Err() == nil && len(calls) > 1:
+		// Out of time: report the turns that finished.
+		g.Reached = len(calls) - 1
+		g.Stopped = fmt.Sprintf("stopped after %s", p.GrowthBudget)
+		g.Status, g.CallMS, g.TotalMS = statusOK, calls, calls[g.Reached]-calls[0]
 		return g
-	}
-	if len(calls) != turns+1 {
+	case err != nil:
+		r := failed(Result{}, err)
+		g.Status, g.Reason = r.Status, r.Reason
+		return g
+	case len(calls) != turns+1:
 		g.Status, g.Reason = statusError, fmt.Sprintf("model called %d times, want %d", len(calls), turns+1)
 		return g
 	}
-	g.Status, g.CallMS = statusOK, calls
+	// From the first model call to the last: building the graph and the
+	// script is not a turn.
+	g.Status, g.CallMS, g.Reached, g.TotalMS = statusOK, calls, turns, calls[turns]-calls[0]
 	return g
 }
 

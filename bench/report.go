@@ -124,7 +124,11 @@ func (r *report) markdown(p plan, names []string) string {
 					first = g.PerTurnMS()
 				}
 				last = g.PerTurnMS()
-				b.WriteString(" " + durText(g.PerTurnMS()) + " |")
+				if g.Stopped != "" {
+					fmt.Fprintf(&b, " %s (%s at turn %d) |", durText(g.PerTurnMS()), g.Stopped, g.Reached)
+				} else {
+					b.WriteString(" " + durText(g.PerTurnMS()) + " |")
+				}
 			}
 			if first > 0 {
 				fmt.Fprintf(&b, " %s |\n", ratio(last/first))
@@ -190,6 +194,7 @@ func growthSVG(grows []GrowthResult, names []string) string {
 	)
 	type series struct {
 		name string
+		note string
 		xs   []float64 // turns so far
 		ys   []float64 // µs per turn in the window ending there
 	}
@@ -206,8 +211,14 @@ func growthSVG(grows []GrowthResult, names []string) string {
 			continue
 		}
 		s := series{name: n}
+		if longest.Stopped != "" {
+			s.note = fmt.Sprintf("%s at turn %d", longest.Stopped, longest.Reached)
+		}
 		step := max(1, longest.Turns/windows)
-		for a := 0; a+step <= longest.Turns; a += step {
+		if longest.Reached < longest.Turns {
+			step = max(1, longest.Reached/windows)
+		}
+		for a := 0; a+step <= longest.Reached; a += step {
 			b := a + step
 			s.xs = append(s.xs, float64(b))
 			s.ys = append(s.ys, (longest.CallMS[b]-longest.CallMS[a])/float64(step)*1000)
@@ -265,10 +276,16 @@ func growthSVG(grows []GrowthResult, names []string) string {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(s.xs[j]), py(s.ys[j])))
 		}
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2.5" points="%s"/>`+"\n", c, strings.Join(pts, " "))
-		ly := top + 10 + i*22
+		ly := top + 10 + i*44
 		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/>`+"\n", width-right+16, ly, width-right+40, ly, c)
 		last := s.ys[len(s.ys)-1]
-		fmt.Fprintf(&b, `<text x="%d" y="%d" dominant-baseline="middle">%s (%s at %.0f)</text>`+"\n", width-right+46, ly, s.name, durText(last/1000), s.xs[len(s.xs)-1])
+		fmt.Fprintf(&b, `<text x="%d" y="%d" dominant-baseline="middle">%s</text>`+"\n", width-right+46, ly, s.name)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="10" fill="#555">%s/turn at turn %.0f</text>`+"\n", width-right+46, ly+12, durText(last/1000), s.xs[len(s.xs)-1])
+		if s.note != "" {
+			fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="10" fill="#555">%s</text>`+"\n", width-right+46, ly+24, s.note)
+			// mark where the run was cut short
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4" fill="%s"/>`+"\n", px(s.xs[len(s.xs)-1]), py(last), c)
+		}
 	}
 	if len(all) == 0 {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">no framework ran the growth check</text>`+"\n", float64(left)+pw/2, float64(top)+ph/2)

@@ -12,7 +12,8 @@
 // durability "sync" so that every superstep is saved before the next starts.
 //
 // Usage: node run.mjs [-workloads a,b] [-variants none,memory] [-quick]
-//        [-growth 100,1000] [-target-ms 1000] [-min-runs 5]
+//        [-growth 100,1000] [-growth-budget-ms 90000] [-target-ms 1000]
+//        [-min-runs 5]
 import { randomUUID } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { performance } from "node:perf_hooks";
@@ -47,6 +48,7 @@ function parseFlags(argv) {
     growth: null,
     targetMs: 1000,
     minRuns: 5,
+    growthBudgetMs: 90_000,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i].replace(/^--?/, "");
@@ -67,6 +69,9 @@ function parseFlags(argv) {
         break;
       case "target-ms":
         flags.targetMs = Number(next());
+        break;
+      case "growth-budget-ms":
+        flags.growthBudgetMs = Number(next());
         break;
       case "min-runs":
         flags.minRuns = Number(next());
@@ -375,22 +380,43 @@ async function measure(w, flags) {
 
 // growth: one agent run of `turns` rounds with every superstep saved; the
 // offsets (ms since start) of each model call tell time per turn against
-// thread length.
-async function growth(turns) {
+// thread length. A run still going after budgetMs is stopped, and what it
+// reached is reported.
+async function growth(turns, budgetMs) {
   const calls = [];
+  const abort = new AbortController();
   let t0 = 0;
-  const w = reactAgent(turns, new MemorySaver(), () => calls.push(performance.now() - t0));
+  const w = reactAgent(turns, new MemorySaver(), () => {
+    const t = performance.now() - t0;
+    calls.push(t);
+    if (t - calls[0] > budgetMs) abort.abort(new Error("time budget"));
+  });
   w.reset();
   t0 = performance.now();
-  const stream = await w.graph.stream(w.input(), {
+  const config = {
     configurable: { thread_id: randomUUID() },
     recursionLimit: 1_000_000_000,
     durability: "sync",
-  });
-  for await (const chunk of stream) w.onChunk(chunk);
-  const total = performance.now() - t0;
+    signal: abort.signal,
+  };
+  try {
+    const stream = await w.graph.stream(w.input(), config);
+    for await (const chunk of stream) w.onChunk(chunk);
+  } catch (err) {
+    if (!abort.signal.aborted) throw err;
+    // Turns finished: every model call but the last started a turn that ended.
+    const reached = calls.length - 1;
+    return {
+      total_ms: calls[reached] - calls[0],
+      call_ms: calls.slice(0, reached + 1),
+      reached,
+      stopped: `stopped after ${Math.round(budgetMs / 1000)} s`,
+    };
+  }
+  // From the first model call to the last: building the graph is not a turn.
+  const total = calls[calls.length - 1] - calls[0];
   if (w.check() !== w.expect) throw new Error(`growth ${turns}: check ${w.check()}, want ${w.expect}`);
-  return { total_ms: total, call_ms: calls };
+  return { total_ms: total, call_ms: calls, reached: turns };
 }
 
 function emit(obj) {
@@ -421,7 +447,7 @@ async function main() {
   }
   for (const turns of flags.growth ?? []) {
     try {
-      emit({ workload: "growth", variant: "memory", durability: "sync", turns, ...(await growth(turns)) });
+      emit({ workload: "growth", variant: "memory", durability: "sync", turns, ...(await growth(turns, flags.growthBudgetMs)) });
     } catch (err) {
       emit({ workload: "growth", variant: "memory", turns, error: String(err?.stack ?? err) });
     }
