@@ -37,9 +37,10 @@ var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 //
 //   - property names come from json tags;
 //   - a field is required unless its json tag says omitempty or omitzero;
-//   - `jsonschema:"description=..."` describes a field, and the other
-//     jsonschema tag keywords (enum=, minimum=, ...) apply as documented
-//     there;
+//   - `jsonschema:"description=..."` describes a field (escape a comma as
+//     \\, or use the tag `jsonschema_description:"..."` for free text), and
+//     the other jsonschema tag keywords (enum=, minimum=, ...) apply as
+//     documented there;
 //   - fields not in Args are rejected (additionalProperties is false).
 //
 // The run config is not an argument: fn reads it from ctx with

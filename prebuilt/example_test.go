@@ -1,0 +1,186 @@
+package prebuilt_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentgraph/agentgraph/checkpoint"
+	"github.com/agentgraph/agentgraph/graph"
+	"github.com/agentgraph/agentgraph/model"
+	"github.com/agentgraph/agentgraph/model/scripted"
+	"github.com/agentgraph/agentgraph/prebuilt"
+)
+
+type weatherArgs struct {
+	City string `json:"city" jsonschema_description:"City name, e.g. Paris"`
+	Days int    `json:"days,omitempty" jsonschema:"description=Days ahead (default 1),minimum=1,maximum=7"`
+}
+
+func ExampleNewTool() {
+	weather, err := prebuilt.NewTool("weather", "Forecast for a city.",
+		func(ctx context.Context, a weatherArgs) (string, error) {
+			// The run config is not an argument: the tool reads it from ctx.
+			return fmt.Sprintf("thread %s: sunny in %s", graph.ThreadIDFrom(ctx), a.City), nil
+		})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(weather.Spec().Parameters))
+
+	// Called directly, without a graph, with a run config.
+	ctx := graph.WithConfig(context.Background(), graph.Config{ThreadID: "1"})
+	out, err := weather.Call(ctx, json.RawMessage(`{"city":"Paris"}`))
+	fmt.Println(out, err)
+
+	// Arguments that do not fit the schema say what to fix.
+	_, err = weather.Call(ctx, json.RawMessage(`{"town":"Paris","days":"two"}`))
+	fmt.Println(err)
+	// Output:
+	// {"properties":{"city":{"type":"string","description":"City name, e.g. Paris"},"days":{"type":"integer","maximum":7,"minimum":1,"description":"Days ahead (default 1)"}},"additionalProperties":false,"type":"object","required":["city"]}
+	// thread 1: sunny in Paris <nil>
+	// invalid arguments for tool "weather": field "city" is required (string); field "days": expected integer, got string "two"; field "town" is not a known field; the fields are: city, days
+}
+
+func ExampleNewReactAgent() {
+	runPython := prebuilt.MustTool("run_python", "Run a Python 3 program in this conversation's sandbox.",
+		func(ctx context.Context, a struct {
+			Code string `json:"code" jsonschema:"description=A whole program"`
+		}) (string, error) {
+			return fmt.Sprintf("[thread %s] would run %q", graph.ThreadIDFrom(ctx), a.Code), nil
+		})
+
+	// The guide's stub model: it runs the user's text as code, then reports
+	// what the tool said. Swap in openai.New(...) for a real model.
+	agent, err := prebuilt.NewReactAgent(scripted.CodeAct(), []*prebuilt.Tool{runPython},
+		prebuilt.WithSystemPrompt("You write Python."),
+		prebuilt.WithSaver(checkpoint.NewMemory()))
+	if err != nil {
+		panic(err)
+	}
+	res, err := agent.Invoke(context.Background(),
+		graph.Updates(prebuilt.Messages.Add(model.User("print(6*7)"))), graph.Thread("1"))
+	if err != nil {
+		panic(err)
+	}
+	for _, m := range res.State.Messages {
+		fmt.Printf("%s: %s%s\n", m.Role, m.Content, callsOf(m))
+	}
+	// Output:
+	// user: print(6*7)
+	// assistant: run_python{"code":"print(6*7)"}
+	// tool: [thread 1] would run "print(6*7)"
+	// assistant: Tool said:
+	// [thread 1] would run "print(6*7)"
+}
+
+func callsOf(m model.Message) string {
+	var b strings.Builder
+	for _, c := range m.ToolCalls {
+		b.WriteString(c.Name + string(c.Arguments))
+	}
+	return b.String()
+}
+
+func ExampleNewReactAgent_streaming() {
+	m := scripted.New(scripted.Text("Forty-two, as always."))
+	agent, err := prebuilt.NewReactAgent(m, nil)
+	if err != nil {
+		panic(err)
+	}
+	in := graph.Updates(prebuilt.Messages.Add(model.User("The answer?")))
+	for ev, err := range agent.Stream(context.Background(), in, graph.StreamModes(graph.ModeMessages)) {
+		if err != nil {
+			panic(err)
+		}
+		if c, ok := ev.Data.(model.Chunk); ok && c.Delta != "" {
+			fmt.Printf("%s@%d %q\n", ev.Node, ev.Step, c.Delta)
+		}
+	}
+	// Output:
+	// agent@0 "Forty-two, "
+	// agent@0 "as "
+	// agent@0 "always."
+}
+
+func ExampleMerge() {
+	conv := []model.Message{
+		{ID: "1", Role: model.RoleUser, Content: "hi"},
+		{ID: "2", Role: model.RoleAssistant, Content: "hello"},
+	}
+	conv, _ = prebuilt.Merge(conv, []model.Message{
+		{ID: "2", Role: model.RoleAssistant, Content: "hello!"}, // same id: replaced in place
+		{Role: model.RoleUser, Content: "bye"},                 // no id: appended with one
+		model.Remove("1"),
+	})
+	for _, m := range conv {
+		fmt.Println(m.Role, m.Content, m.ID != "")
+	}
+	_, err := prebuilt.Merge(conv, []model.Message{model.Remove("1")})
+	fmt.Println(err)
+	// Output:
+	// assistant hello! true
+	// user bye true
+	// prebuilt: cannot remove message "1": the conversation has no message with this id; remove only ids read from the state
+}
+
+// A graph of your own: any state with a messages key can use the parts.
+type supportState struct {
+	Messages []model.Message
+	Tickets  []string
+}
+
+var (
+	supportMessages = graph.SliceField("messages", func(s *supportState) *[]model.Message { return &s.Messages }, prebuilt.AddMessages)
+	tickets         = graph.SliceField("tickets", func(s *supportState) *[]string { return &s.Tickets }, graph.Append[string]())
+)
+
+func ExampleNewToolNode() {
+	// A tool that updates the state as well as answering the model.
+	openTicket := prebuilt.MustTool("open_ticket", "Open a support ticket.",
+		func(ctx context.Context, a struct {
+			Title string `json:"title"`
+		}) (prebuilt.Output[supportState], error) {
+			id := "T-" + prebuilt.ToolCallID(ctx)
+			return prebuilt.Output[supportState]{
+				Content: map[string]string{"ticket": id},
+				Writes:  []graph.Write[supportState]{tickets.Add(id + " " + a.Title)},
+			}, nil
+		})
+	tools := []*prebuilt.Tool{openTicket}
+
+	m := scripted.New(
+		scripted.Calls(model.ToolCall{ID: "7", Name: "open_ticket", Arguments: json.RawMessage(`{"title":"printer on fire"}`)}),
+		scripted.Text("Ticket opened."),
+	)
+	agent, err := prebuilt.NewModelNode(m, supportMessages, tools)
+	if err != nil {
+		panic(err)
+	}
+	toolNode, err := prebuilt.NewToolNode(supportMessages, tools)
+	if err != nil {
+		panic(err)
+	}
+	g, err := graph.New(supportMessages, tickets).
+		AddNode(prebuilt.AgentNode, agent).
+		AddNode(prebuilt.ToolsNode, toolNode).
+		AddEdge(graph.START, prebuilt.AgentNode).
+		AddConditionalEdges(prebuilt.AgentNode, prebuilt.ToolsCondition(supportMessages), prebuilt.ToolsBranch()).
+		AddEdge(prebuilt.ToolsNode, prebuilt.AgentNode).
+		Compile()
+	if err != nil {
+		panic(err)
+	}
+	res, err := g.Invoke(context.Background(), graph.Updates(supportMessages.Add(model.User("help"))))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.State.Tickets)
+	fmt.Println(res.State.Messages[2].Content)
+	fmt.Println(res.State.Messages[3].Content)
+	// Output:
+	// [T-7 printer on fire]
+	// {"ticket":"T-7"}
+	// Ticket opened.
+}
