@@ -111,7 +111,7 @@ func ExampleMerge() {
 	}
 	conv, _ = prebuilt.Merge(conv, []model.Message{
 		{ID: "2", Role: model.RoleAssistant, Content: "hello!"}, // same id: replaced in place
-		{Role: model.RoleUser, Content: "bye"},                 // no id: appended with one
+		{Role: model.RoleUser, Content: "bye"},                  // no id: appended with one
 		model.Remove("1"),
 	})
 	for _, m := range conv {
