@@ -359,3 +359,41 @@ func TestFreePagesReused(t *testing.T) {
 		t.Fatalf("steady thread: %v %v", tp, err)
 	}
 }
+
+// TestFailedCallDoesNotFailItsBatch: calls that share a commit with one that
+// fails still succeed.
+func TestFailedCallDoesNotFailItsBatch(t *testing.T) {
+	s := open(t)
+	const n = 40
+	errs := make(chan error, 2*n)
+	start := make(chan struct{})
+	for i := range n {
+		go func() {
+			<-start
+			_, err := s.Put(ctx, checkpoint.Config{ThreadID: "t" + strconv.Itoa(i)}, &checkpoint.Checkpoint{ID: checkpoint.NewID()}, checkpoint.Metadata{Step: i})
+			errs <- err
+		}()
+		go func() {
+			<-start
+			err := s.PutWrites(ctx, checkpoint.Config{ThreadID: "nobody", CheckpointID: "missing"}, "task", []checkpoint.PendingWrite{{Channel: "ch"}})
+			if errors.Is(err, checkpoint.ErrNotFound) {
+				err = nil
+			} else {
+				err = fmt.Errorf("PutWrites to a missing checkpoint: %v, want ErrNotFound", err)
+			}
+			errs <- err
+		}()
+	}
+	close(start)
+	for range 2 * n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		tp, err := s.Get(ctx, checkpoint.Config{ThreadID: "t" + strconv.Itoa(i)})
+		if err != nil || tp.Metadata.Step != i {
+			t.Fatalf("thread t%d: %v %v", i, tp, err)
+		}
+	}
+}
