@@ -102,7 +102,7 @@ func (r Result[S]) Interrupted() bool { return len(r.Interrupts) > 0 }
 func (g *Graph[S]) view(s *S) S {
 	v := *s
 	for _, k := range g.clipKeys {
-		k.clip(&v)
+		v = k.clipped(v)
 	}
 	return v
 }

@@ -452,7 +452,9 @@ func TestSubgraph(t *testing.T) {
 	b := newG()
 	b.AddNode("sub", graph.Subgraph(child,
 		func(ctx context.Context, s St) (Child, error) { return Child{Text: s.Name}, nil },
-		func(ctx context.Context, c Child) (graph.Update[St], error) { return graph.Updates(Name.Set(c.Text)), nil }))
+		func(ctx context.Context, c Child) (graph.Update[St], error) {
+			return graph.Updates(Name.Set(c.Text)), nil
+		}))
 	b.AddEdge(graph.START, "sub")
 	res, err := mustCompile(t, b).Invoke(context.Background(), graph.Updates(Name.Set("hi")), graph.Thread("7"))
 	if err != nil || res.State.Name != "HI!7" {

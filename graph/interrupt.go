@@ -67,7 +67,7 @@ func (r *runner[S]) interrupts(tasks []*task[S]) []Interruption {
 	var out []Interruption
 	for _, t := range tasks {
 		if t.interrupted {
-			out = append(out, t.tc.raised...)
+			out = append(out, t.cx.tc.raised...)
 		}
 	}
 	if len(out) == 0 {
@@ -88,7 +88,7 @@ func (r *runner[S]) interrupts(tasks []*task[S]) []Interruption {
 func (r *runner[S]) assignResume(tasks []*task[S]) error {
 	var pending []*task[S]
 	for _, t := range tasks {
-		if len(t.tc.raised) > 0 {
+		if len(t.cx.tc.raised) > 0 {
 			pending = append(pending, t)
 		}
 	}
@@ -97,23 +97,23 @@ func (r *runner[S]) assignResume(tasks []*task[S]) error {
 	}
 	rs := r.rc.resume
 	if rs.byID == nil {
-		if len(pending) > 1 || len(pending[0].tc.raised) > 1 {
+		if len(pending) > 1 || len(pending[0].cx.tc.raised) > 1 {
 			return fmt.Errorf("graph: Resume: %d interrupts are pending: answer each by id with graph.ResumeByID", countRaised(pending))
 		}
 		t := pending[0]
-		t.tc.resume = append(t.tc.resume, rs.value)
-		t.tc.raised = nil
+		t.cx.tc.resume = append(t.cx.tc.resume, rs.value)
+		t.cx.tc.raised = nil
 		return r.p.saveResume(r, t)
 	}
 	used := 0
 	for _, t := range pending {
-		for _, in := range t.tc.raised {
+		for _, in := range t.cx.tc.raised {
 			if v, ok := rs.byID[in.ID]; ok {
-				t.tc.resume = append(t.tc.resume, v)
+				t.cx.tc.resume = append(t.cx.tc.resume, v)
 				used++
 			}
 		}
-		t.tc.raised = nil
+		t.cx.tc.raised = nil
 		if err := r.p.saveResume(r, t); err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ func (r *runner[S]) assignResume(tasks []*task[S]) error {
 func countRaised[S any](ts []*task[S]) int {
 	n := 0
 	for _, t := range ts {
-		n += len(t.tc.raised)
+		n += len(t.cx.tc.raised)
 	}
 	return n
 }

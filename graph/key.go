@@ -113,7 +113,7 @@ type AnyKey[S any] interface {
 	isLastValue() bool
 	// apply folds one step's writes to this key into s, in order.
 	apply(s *S, ws []Write[S]) error
-	clip(s *S)
+	clipped(s S) S
 	encodeValue(s *S, c checkpoint.Codec) ([]byte, error)
 	decodeValue(s *S, c checkpoint.Codec, b []byte) error
 	encodeWrite(w Write[S], c checkpoint.Codec) ([]byte, error)
@@ -147,10 +147,11 @@ func (k *Key[S, T]) apply(s *S, ws []Write[S]) error {
 
 func (k *Key[S, T]) clips() bool { return k.reducer.clip != nil }
 
-func (k *Key[S, T]) clip(s *S) {
+func (k *Key[S, T]) clipped(s S) S {
 	if k.reducer.clip != nil {
-		k.reducer.clip(k.ptr(s))
+		k.reducer.clip(k.ptr(&s))
 	}
+	return s
 }
 
 func (k *Key[S, T]) copyValue(dst, src *S) { *k.ptr(dst) = *k.ptr(src) }

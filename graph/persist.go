@@ -479,20 +479,20 @@ func (p *persister[S]) saveTasks(r *runner[S], tasks []*task[S]) error {
 		var ws []checkpoint.PendingWrite
 		switch {
 		case t.err != nil:
-			ws = []checkpoint.PendingWrite{{TaskID: t.tc.id, Index: errorWriteIndex, Channel: checkpoint.ErrorChannel, Value: []byte(t.err.Error())}}
+			ws = []checkpoint.PendingWrite{{TaskID: t.cx.tc.id, Index: errorWriteIndex, Channel: checkpoint.ErrorChannel, Value: []byte(t.err.Error())}}
 		case t.interrupted:
-			b, err := p.codec.Marshal(t.tc.raised)
+			b, err := p.codec.Marshal(t.cx.tc.raised)
 			if err != nil {
 				return err
 			}
-			ws = []checkpoint.PendingWrite{{TaskID: t.tc.id, Index: interruptIndex, Channel: checkpoint.InterruptChannel, Value: b}}
+			ws = []checkpoint.PendingWrite{{TaskID: t.cx.tc.id, Index: interruptIndex, Channel: checkpoint.InterruptChannel, Value: b}}
 		default:
 			var err error
 			if ws, err = p.taskWrites(t); err != nil {
 				return err
 			}
 		}
-		id := t.tc.id
+		id := t.cx.tc.id
 		if err := p.do(func() error { return p.saver.PutWrites(context.Background(), cfg, id, ws) }); err != nil {
 			return err
 		}
@@ -516,7 +516,7 @@ func (p *persister[S]) taskWrites(t *task[S]) ([]checkpoint.PendingWrite, error)
 		if w.isOverwrite() {
 			ch = overwritePrefix + ch
 		}
-		ws = append(ws, checkpoint.PendingWrite{TaskID: t.tc.id, Index: i, Channel: ch, Value: b})
+		ws = append(ws, checkpoint.PendingWrite{TaskID: t.cx.tc.id, Index: i, Channel: ch, Value: b})
 	}
 	names := make([]string, len(t.routes))
 	for i, ri := range t.routes {
@@ -526,13 +526,13 @@ func (p *persister[S]) taskWrites(t *task[S]) ([]checkpoint.PendingWrite, error)
 	if err != nil {
 		return nil, err
 	}
-	ws = append(ws, checkpoint.PendingWrite{TaskID: t.tc.id, Index: len(t.upd.writes), Channel: routeChannel, Value: b})
+	ws = append(ws, checkpoint.PendingWrite{TaskID: t.cx.tc.id, Index: len(t.upd.writes), Channel: routeChannel, Value: b})
 	for j, s := range t.sends {
 		b, err := p.codec.Marshal(sendRecord[S]{Node: s.Node, State: s.State})
 		if err != nil {
 			return nil, err
 		}
-		ws = append(ws, checkpoint.PendingWrite{TaskID: t.tc.id, Index: len(t.upd.writes) + 1 + j, Channel: sendChannel, Value: b})
+		ws = append(ws, checkpoint.PendingWrite{TaskID: t.cx.tc.id, Index: len(t.upd.writes) + 1 + j, Channel: sendChannel, Value: b})
 	}
 	return ws, nil
 }
@@ -540,14 +540,14 @@ func (p *persister[S]) taskWrites(t *task[S]) ([]checkpoint.PendingWrite, error)
 // saveResume stores the resume values a task will read, so that a run that
 // fails after resuming still has them.
 func (p *persister[S]) saveResume(r *runner[S], t *task[S]) error {
-	b, err := p.codec.Marshal(t.tc.resume)
+	b, err := p.codec.Marshal(t.cx.tc.resume)
 	if err != nil {
 		return err
 	}
 	cfg := p.cfg
 	cfg.CheckpointID = p.head
-	ws := []checkpoint.PendingWrite{{TaskID: t.tc.id, Index: resumeWriteIndex, Channel: checkpoint.ResumeChannel, Value: b}}
-	return p.do(func() error { return p.saver.PutWrites(context.Background(), cfg, t.tc.id, ws) })
+	ws := []checkpoint.PendingWrite{{TaskID: t.cx.tc.id, Index: resumeWriteIndex, Channel: checkpoint.ResumeChannel, Value: b}}
+	return p.do(func() error { return p.saver.PutWrites(context.Background(), cfg, t.cx.tc.id, ws) })
 }
 
 // restoreTasks rebuilds the tasks a checkpoint planned, with what its pending
@@ -565,7 +565,7 @@ func (r *runner[S]) restoreTasks(st *loadedState[S]) ([]*task[S], error) {
 			return nil, fmt.Errorf("graph: thread %q: checkpoint %s plans node %q, which this graph lacks", p.cfg.ThreadID, cp.ID, ct.Node)
 		}
 		t := &task[S]{node: n, input: view}
-		t.tc = taskCtx{run: &r.shared, node: n.name, id: ct.ID}
+		t.cx.tc = taskCtx{run: &r.shared, node: n.name, id: ct.ID}
 		if ct.Input != nil {
 			t.push = true
 			var in S
@@ -592,11 +592,11 @@ func (r *runner[S]) restoreTasks(st *loadedState[S]) ([]*task[S], error) {
 		}
 		switch {
 		case w.Channel == checkpoint.InterruptChannel:
-			if err := p.codec.Unmarshal(w.Value, &t.tc.raised); err != nil {
+			if err := p.codec.Unmarshal(w.Value, &t.cx.tc.raised); err != nil {
 				return nil, err
 			}
 		case w.Channel == checkpoint.ResumeChannel:
-			if err := p.codec.Unmarshal(w.Value, &t.tc.resume); err != nil {
+			if err := p.codec.Unmarshal(w.Value, &t.cx.tc.resume); err != nil {
 				return nil, err
 			}
 		case w.Channel == routeChannel:

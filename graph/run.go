@@ -37,9 +37,22 @@ type taskCtx struct {
 
 func (t *taskCtx) taskID() string { return t.id }
 
+// taskContext is a task's context and its taskCtx in one allocation.
+type taskContext struct {
+	context.Context
+	tc taskCtx
+}
+
+func (c *taskContext) Value(key any) any {
+	if key == (taskKey{}) {
+		return &c.tc
+	}
+	return c.Context.Value(key)
+}
+
 type task[S any] struct {
 	node  *nodeSpec[S]
-	tc    taskCtx
+	cx    taskContext
 	input S
 	push  bool
 	// results
@@ -73,6 +86,8 @@ type runner[S any] struct {
 	touched []int
 	marks   []bool
 	marked  []int
+	bufs    [2][]*task[S]
+	flip    int
 	events  chan streamItem
 }
 
@@ -184,7 +199,7 @@ func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], o
 	if !resuming {
 		// The input is the work of a virtual START task.
 		start := &task[S]{node: g.start, upd: input}
-		start.tc = taskCtx{run: &r.shared, node: START, step: r.step}
+		start.cx.tc = taskCtx{run: &r.shared, node: START, step: r.step}
 		r.step++
 		if r.initial != nil {
 			r.state = *r.initial
@@ -220,7 +235,7 @@ func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], o
 		if r.g.interruptBefore != nil && !(resuming && steps == 0) {
 			for _, t := range tasks {
 				if t.node.idx >= 0 && r.g.interruptBefore[t.node.idx] && !t.done {
-					in := []Interruption{{ID: interruptID(t.tc.id, -1), Node: t.node.name, TaskID: t.tc.id, When: "before"}}
+					in := []Interruption{{ID: interruptID(t.cx.tc.id, -1), Node: t.node.name, TaskID: t.cx.tc.id, When: "before"}}
 					r.emitInterrupts(in)
 					return r.result(in), nil
 				}
@@ -255,7 +270,7 @@ func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], o
 		if r.g.interruptAfter != nil && len(next) > 0 {
 			for _, t := range tasks {
 				if t.node.idx >= 0 && r.g.interruptAfter[t.node.idx] {
-					in := []Interruption{{ID: interruptID(t.tc.id, -2), Node: t.node.name, TaskID: t.tc.id, When: "after"}}
+					in := []Interruption{{ID: interruptID(t.cx.tc.id, -2), Node: t.node.name, TaskID: t.cx.tc.id, When: "after"}}
 					r.emitInterrupts(in)
 					return r.result(in), nil
 				}
@@ -276,7 +291,7 @@ func (r *runner[S]) result(in []Interruption) Result[S] {
 func (r *runner[S]) assignTaskIDs(cpID string, tasks []*task[S]) {
 	prefix := cpID + "/"
 	for i, t := range tasks {
-		t.tc.id = prefix + strconv.Itoa(i)
+		t.cx.tc.id = prefix + strconv.Itoa(i)
 	}
 }
 
@@ -354,18 +369,19 @@ func (r *runner[S]) runTasks(tasks []*task[S]) {
 // exec runs one task with its retry policy and timeout; a panic becomes a
 // NodeError.
 func (r *runner[S]) exec(ctx context.Context, t *task[S]) {
-	t.tc.run = &r.shared
-	t.tc.step = r.step
-	t.tc.node = t.node.name
-	tctx := context.WithValue(ctx, taskKey{}, &t.tc)
+	t.cx.tc.run = &r.shared
+	t.cx.tc.step = r.step
+	t.cx.tc.node = t.node.name
+	t.cx.Context = ctx
+	tctx := &t.cx
 	debugging := r.rc.modes&ModeDebug != 0
 	var start time.Time
 	if debugging {
 		start = time.Now()
-		r.emitFromTask(&t.tc, ModeDebug, &DebugInfo{Type: "task_start", Time: start})
+		r.emitFromTask(&t.cx.tc, ModeDebug, &DebugInfo{Type: "task_start", Time: start})
 	}
 	for attempt := 1; ; attempt++ {
-		t.tc.calls, t.tc.raised = 0, nil
+		t.cx.tc.calls, t.cx.tc.raised = 0, nil
 		t.upd, t.err = r.call(tctx, t)
 		if t.err == nil || t.node.retry == nil {
 			break
@@ -404,7 +420,7 @@ func (r *runner[S]) exec(ctx context.Context, t *task[S]) {
 		}
 	}
 	if r.rc.modes&ModeDebug != 0 {
-		r.emitFromTask(&t.tc, ModeDebug, &DebugInfo{Type: "task_end", Time: time.Now(), Duration: t.dur, Err: t.err})
+		r.emitFromTask(&t.cx.tc, ModeDebug, &DebugInfo{Type: "task_end", Time: time.Now(), Duration: t.dur, Err: t.err})
 	}
 }
 
@@ -579,7 +595,7 @@ func (r *runner[S]) route(t *task[S], local bool) error {
 		} else {
 			s = r.g.view(&r.state)
 		}
-		ctx := context.WithValue(r.ctx, taskKey{}, &t.tc)
+		ctx := context.WithValue(r.ctx, taskKey{}, &t.cx.tc)
 		for _, b := range n.branches {
 			rt, err := b.router(ctx, s)
 			if err != nil {
@@ -677,7 +693,10 @@ func (r *runner[S]) plan(tasks []*task[S]) ([]*task[S], error) {
 	if len(marked)+sends == 0 {
 		return nil, nil
 	}
-	next := make([]*task[S], 0, len(marked)+sends)
+	// Two buffers take turns: the slice returned two steps ago is dead.
+	r.flip ^= 1
+	next := r.bufs[r.flip][:0]
+	clear(next[:cap(next)])
 	if len(marked) > 0 {
 		view := g.view(&r.state)
 		for _, i := range marked {
@@ -694,8 +713,9 @@ func (r *runner[S]) plan(tasks []*task[S]) ([]*task[S], error) {
 		}
 	}
 	for _, t := range next {
-		t.tc.node = t.node.name
+		t.cx.tc.node = t.node.name
 	}
+	r.bufs[r.flip] = next
 	return next, nil
 }
 
@@ -750,7 +770,7 @@ func (r *runner[S]) emitStep(tasks []*task[S]) {
 			for _, w := range t.upd.writes {
 				m[w.key().Name()] = w.value()
 			}
-			r.send(Event[S]{Mode: ModeUpdates, Step: r.step, Node: t.node.name, TaskID: t.tc.id, Update: m})
+			r.send(Event[S]{Mode: ModeUpdates, Step: r.step, Node: t.node.name, TaskID: t.cx.tc.id, Update: m})
 		}
 	}
 	if r.rc.modes&ModeDebug != 0 {

@@ -95,10 +95,10 @@ func (r *runner[S]) snapshot(st *loadedState[S]) (Snapshot[S], error) {
 		}
 	}
 	for _, tk := range tasks {
-		info := TaskInfo{ID: tk.tc.id, Node: tk.node.name, Done: tk.done, Err: failed[tk.tc.id], Interrupts: tk.tc.raised}
+		info := TaskInfo{ID: tk.cx.tc.id, Node: tk.node.name, Done: tk.done, Err: failed[tk.cx.tc.id], Interrupts: tk.cx.tc.raised}
 		snap.Tasks = append(snap.Tasks, info)
 		snap.Next = append(snap.Next, tk.node.name)
-		snap.Interrupts = append(snap.Interrupts, tk.tc.raised...)
+		snap.Interrupts = append(snap.Interrupts, tk.cx.tc.raised...)
 	}
 	return snap, nil
 }
@@ -158,7 +158,7 @@ func (g *Graph[S]) UpdateState(ctx context.Context, cfg checkpoint.Config, upd U
 	}
 	r.step++
 	t := &task[S]{node: spec, upd: upd}
-	t.tc = taskCtx{run: &r.shared, node: spec.name, step: r.step}
+	t.cx.tc = taskCtx{run: &r.shared, node: spec.name, step: r.step}
 	if err := r.applyAndRoute([]*task[S]{t}); err != nil {
 		return cfg, err
 	}
