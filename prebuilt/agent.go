@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 
 	"github.com/agentgraph/agentgraph/checkpoint"
 	"github.com/agentgraph/agentgraph/graph"
@@ -96,6 +97,16 @@ func (n *ModelNode[S]) Run(ctx context.Context, s S) (graph.Update[S], error) {
 	}
 	if msg.Role == "" {
 		msg.Role = model.RoleAssistant
+	}
+	if slices.ContainsFunc(msg.ToolCalls, func(c model.ToolCall) bool { return c.ID == "" }) {
+		// A tool message must name the call it answers. The calls may be
+		// shared with the model's own records, so fill ids on a copy.
+		msg.ToolCalls = slices.Clone(msg.ToolCalls)
+		for i := range msg.ToolCalls {
+			if msg.ToolCalls[i].ID == "" {
+				msg.ToolCalls[i].ID = "call_" + model.NewID()[len("msg_"):]
+			}
+		}
 	}
 	return graph.Updates(n.messages.Add(msg)), nil
 }

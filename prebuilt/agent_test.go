@@ -177,3 +177,23 @@ func TestReactAgentModelFailure(t *testing.T) {
 		t.Fatal("NewReactAgent accepted a nil model")
 	}
 }
+
+func TestModelNodeFillsToolCallIDs(t *testing.T) {
+	step := scripted.Calls(model.ToolCall{Name: "run_python", Arguments: []byte(`{"code":"1"}`)})
+	agent, err := NewReactAgent(scripted.New(step, scripted.Text("done")), []*Tool{echoPython(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := agent.Invoke(context.Background(), graph.Updates(Messages.Add(model.User("go"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := res.State.Messages
+	id := msgs[1].ToolCalls[0].ID
+	if !strings.HasPrefix(id, "call_") || msgs[2].ToolCallID != id || msgs[3].Content != "done" {
+		t.Fatalf("call id %q, tool message answers %q", id, msgs[2].ToolCallID)
+	}
+	if step.Response.Message.ToolCalls[0].ID != "" {
+		t.Fatal("the model's own tool call was changed")
+	}
+}
