@@ -1,0 +1,115 @@
+package sandboxtool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentgraph/agentgraph/graph"
+	"github.com/agentgraph/agentgraph/prebuilt"
+	"github.com/agentgraph/agentgraph/sandbox"
+)
+
+// ToolName is the name the model calls the tool by.
+const ToolName = "run_python"
+
+const toolDescription = "Runs a whole Python 3 program in a sandbox that belongs to this conversation and returns " +
+	"its exit status followed by what it printed. Files the program writes and packages it installs are still " +
+	"there in later calls of the same conversation."
+
+// RunPythonArgs are the tool's arguments: the one thing the model sends.
+type RunPythonArgs struct {
+	Code string `json:"code" jsonschema:"description=The complete Python 3 program to run; it is saved as main.py in the sandbox's home directory and run with python3 main.py."`
+}
+
+// RunPython returns the run_python tool. Each call takes the thread id from the run config
+// (graph.ConfigFrom: a ToolNode passes the graph's; call it directly with a ctx from graph.WithConfig), gets
+// the thread's sandbox from the Registry, writes code to main.py in the sandbox's home and runs
+// `python3 main.py` under the run timeout. It answers
+//
+//	[<sandbox id>] exit code N      or      [<sandbox id>] timed out
+//
+// then a newline and the last OutputLimit characters of stdout followed by stderr, the whole trimmed of
+// surrounding white space. A program that fails is an answer, not an error. A call without a thread id, or
+// whose sandbox cannot be had, returns an error, which a ToolNode hands back to the model as an error tool
+// message. A sandbox found stopped (its TTL passed) is resumed, and one deleted behind the Registry's back is
+// replaced, once per call.
+func (r *Registry) RunPython() *prebuilt.Tool {
+	return prebuilt.MustTool(ToolName, toolDescription, func(ctx context.Context, a RunPythonArgs) (string, error) {
+		return r.Run(ctx, a.Code)
+	})
+}
+
+// Run is the body of the run_python tool: it runs code in the sandbox of ctx's thread and returns the tool's
+// answer.
+func (r *Registry) Run(ctx context.Context, code string) (string, error) {
+	threadID := graph.ThreadIDFrom(ctx)
+	if threadID == "" {
+		return "", fmt.Errorf("%w: %s runs code in the thread's own sandbox, so it needs the run's thread id: "+
+			"invoke the graph with graph.Thread(id), or call the tool with a ctx from graph.WithConfig", graph.ErrNoThread, ToolName)
+	}
+	timeout, err := r.runTimeout()
+	if err != nil {
+		return "", err
+	}
+	var res sandbox.ExecResult
+	var sb sandbox.Sandbox
+	for attempt := 0; ; attempt++ {
+		sb, err = r.Sandbox(ctx, threadID)
+		if err != nil {
+			return "", err
+		}
+		res, err = runMain(ctx, sb, code, timeout)
+		if err == nil || attempt > 0 {
+			break
+		}
+		switch {
+		case errors.Is(err, sandbox.ErrStopped):
+			if rerr := sb.Resume(ctx); rerr != nil {
+				return "", fmt.Errorf("sandboxtool: resume stopped sandbox %s of thread %q: %w", sb.ID(), threadID, rerr)
+			}
+			continue
+		case errors.Is(err, sandbox.ErrNotFound):
+			r.forget(threadID, sb)
+			continue
+		}
+		break
+	}
+	if err != nil {
+		return "", fmt.Errorf("sandboxtool: run main.py in sandbox %s of thread %q: %w", sb.ID(), threadID, err)
+	}
+	return Format(sb.ID(), res), nil
+}
+
+func runMain(ctx context.Context, sb sandbox.Sandbox, code string, timeout time.Duration) (sandbox.ExecResult, error) {
+	if err := sb.WriteFile(ctx, "main.py", []byte(code)); err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	return sb.Exec(ctx, "python3 main.py", sandbox.ExecOptions{Timeout: timeout})
+}
+
+// Format renders a run as the tool answers it: "[id] exit code N" or "[id] timed out", a newline, and the
+// last OutputLimit characters of stdout+stderr, trimmed.
+func Format(sandboxID string, res sandbox.ExecResult) string {
+	status := fmt.Sprintf("exit code %d", res.ExitCode)
+	if res.TimedOut {
+		status = "timed out"
+	}
+	return strings.TrimSpace(fmt.Sprintf("[%s] %s\n%s", sandboxID, status, tail(res.Stdout+res.Stderr, OutputLimit)))
+}
+
+// tail returns the last n characters of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s)
+	for k := 0; k < n && i > 0; k++ {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+	}
+	return s[i:]
+}
