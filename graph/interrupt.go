@@ -101,7 +101,11 @@ func (r *runner[S]) assignResume(tasks []*task[S]) error {
 			return fmt.Errorf("graph: Resume: %d interrupts are pending: answer each by id with graph.ResumeByID", countRaised(pending))
 		}
 		t := pending[0]
-		t.cx.tc.resume = append(t.cx.tc.resume, rs.value)
+		v, err := r.roundTrip(rs.value)
+		if err != nil {
+			return err
+		}
+		t.cx.tc.resume = append(t.cx.tc.resume, v)
 		t.cx.tc.raised = nil
 		return r.p.saveResume(r, t)
 	}
@@ -109,6 +113,10 @@ func (r *runner[S]) assignResume(tasks []*task[S]) error {
 	for _, t := range pending {
 		for _, in := range t.cx.tc.raised {
 			if v, ok := rs.byID[in.ID]; ok {
+				v, err := r.roundTrip(v)
+				if err != nil {
+					return err
+				}
 				t.cx.tc.resume = append(t.cx.tc.resume, v)
 				used++
 			}
@@ -130,4 +138,18 @@ func countRaised[S any](ts []*task[S]) int {
 		n += len(t.cx.tc.raised)
 	}
 	return n
+}
+
+// roundTrip passes a resume value through the codec, so that a node sees the
+// same value whether its run resumed in this process or after a restart.
+func (r *runner[S]) roundTrip(v any) (any, error) {
+	b, err := r.p.codec.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("graph: encoding the resume value: %w", err)
+	}
+	var out any
+	if err := r.p.codec.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("graph: decoding the resume value: %w", err)
+	}
+	return out, nil
 }
