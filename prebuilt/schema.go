@@ -2,12 +2,13 @@ package prebuilt
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -148,9 +149,10 @@ func kind(x any) string {
 	return fmt.Sprintf("%T", x)
 }
 
+// isInteger reports whether n is written as an integer. 1.0 is not: Go
+// cannot decode it into an integer field.
 func isInteger(n json.Number) bool {
-	r, ok := new(big.Rat).SetString(string(n))
-	return ok && r.IsInt()
+	return !strings.ContainsAny(string(n), ".eE")
 }
 
 func show(x any) string {
@@ -237,9 +239,9 @@ func (v *validator) bound(path string, x, limit json.Number, ok func(int) bool, 
 	if limit == "" {
 		return
 	}
-	a, okA := new(big.Rat).SetString(string(x))
-	b, okB := new(big.Rat).SetString(string(limit))
-	if okA && okB && !ok(a.Cmp(b)) {
+	a, errA := strconv.ParseFloat(string(x), 64)
+	b, errB := strconv.ParseFloat(string(limit), 64)
+	if errA == nil && errB == nil && !ok(cmp.Compare(a, b)) {
 		v.addf(path, "must be %s %s, got %s", what, limit, x)
 	}
 }
