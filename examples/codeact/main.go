@@ -1,0 +1,262 @@
+// Command codeact runs the sandbox guide's CodeAct agent end to end: a model node and a ToolNode with the
+// run_python tool, one sandbox per graph thread, four scenarios, then every sandbox cleaned up.
+//
+//	go run ./examples/codeact [-progress] [-keep] [-db threads.db] [-model scripted|<model name>] [-backend local]
+//
+// With -model set to a model name the agent calls an OpenAI-compatible endpoint (OPENAI_API_KEY,
+// OPENAI_BASE_URL) instead of the scripted stand-in; nothing else changes.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentgraph/agentgraph/checkpoint"
+	"github.com/agentgraph/agentgraph/checkpoint/bolt"
+	"github.com/agentgraph/agentgraph/graph"
+	"github.com/agentgraph/agentgraph/model"
+	"github.com/agentgraph/agentgraph/model/openai"
+	"github.com/agentgraph/agentgraph/model/scripted"
+	"github.com/agentgraph/agentgraph/prebuilt"
+	"github.com/agentgraph/agentgraph/sandbox"
+	"github.com/agentgraph/agentgraph/sandbox/local"
+	"github.com/agentgraph/agentgraph/sandboxtool"
+)
+
+// config is what the flags set.
+type config struct {
+	Backend     string // only "local" today
+	SandboxRoot string // local backend's state directory; "" means local.DefaultRoot()
+	Keep        bool   // stop the sandboxes at the end instead of deleting them
+	Model       string // "scripted", or a model name for an OpenAI-compatible endpoint
+	DB          string // bbolt file for checkpoints; "" keeps them in memory
+	Progress    bool   // stream node progress to stderr
+}
+
+func main() {
+	local.Init() // first: in the re-executed sandbox helper this never returns
+
+	var cfg config
+	flag.StringVar(&cfg.Backend, "backend", "local", "sandbox backend: local (isolated processes on this Linux machine)")
+	flag.StringVar(&cfg.SandboxRoot, "sandbox-root", "", "directory holding the local backend's sandboxes (default "+local.DefaultRoot()+")")
+	flag.BoolVar(&cfg.Keep, "keep", false, "stop the sandboxes at the end instead of deleting them, so a later run with -db continues with their files")
+	flag.StringVar(&cfg.Model, "model", "scripted", "scripted (the guide's stand-in), or a model name for the endpoint at OPENAI_BASE_URL with OPENAI_API_KEY")
+	flag.StringVar(&cfg.DB, "db", "", "bbolt file for the threads' checkpoints, so a second run continues them (default: in memory)")
+	flag.BoolVar(&cfg.Progress, "progress", false, "print each step of the graph to stderr as it runs")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	err := run(ctx, cfg, os.Stdout, os.Stderr)
+	if cfg.Progress {
+		fmt.Fprintf(os.Stderr, "wall time %.2fs\n", time.Since(start).Seconds())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "codeact:", err)
+		os.Exit(1)
+	}
+}
+
+// run builds the agent and runs the guide's four scenarios, printing to stdout what the guide's script
+// prints; progress, when asked for, goes to stderr. The sandboxes are cleaned up however run ends.
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) {
+	backend, err := openBackend(cfg)
+	if err != nil {
+		return err
+	}
+	if c, ok := backend.(io.Closer); ok {
+		defer c.Close()
+	}
+	var regOpts []sandboxtool.Option
+	if cfg.Keep {
+		regOpts = append(regOpts, sandboxtool.Keep())
+	}
+	reg := sandboxtool.New(backend, regOpts...)
+	defer func() {
+		// Even after an interrupt: the sandboxes must not outlive the run.
+		closed, cerr := reg.Close(context.WithoutCancel(ctx))
+		for _, c := range closed {
+			fmt.Fprintln(stdout, c)
+		}
+		err = errors.Join(err, cerr)
+	}()
+
+	chat, err := chatModel(cfg.Model)
+	if err != nil {
+		return err
+	}
+	var saver checkpoint.Saver = checkpoint.NewMemory()
+	if cfg.DB != "" {
+		db, err := bolt.Open(cfg.DB)
+		if err != nil {
+			return fmt.Errorf("open checkpoint file: %w", err)
+		}
+		defer db.Close()
+		saver = db
+	}
+	runPython := reg.RunPython()
+	agent, err := buildGraph(chat, runPython, saver)
+	if err != nil {
+		return err
+	}
+	a := asker{g: agent, stdout: stdout, stderr: stderr, progress: cfg.Progress}
+
+	// 1. The tool on its own, no graph.
+	out, err := runPython.Call(graph.WithConfig(ctx, graph.Config{ThreadID: "1"}),
+		codeArgs("import platform, os; print(platform.python_version(), os.getcwd())"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s \n\n", out) // Python's print(out, "\n")
+
+	// 2. Graph -> tool -> sandbox, same thread, so the same sandbox.
+	if err := a.ask(ctx, "1", "count the primes below 1,000,000"); err != nil {
+		return err
+	}
+	if err := a.ask(ctx, "1", "import json; print(len(json.load(open('primes.json'))), 'primes still on disk')"); err != nil {
+		return err
+	}
+
+	// 3. A second thread gets its own sandbox.
+	if err := a.ask(ctx, "2", "import os; print(os.path.exists('primes.json'))"); err != nil {
+		return err
+	}
+
+	// 4. A runaway program hits the timeout. The tool reads RUN_TIMEOUT at every call, as the guide's does.
+	restore := setenv(sandboxtool.EnvTimeout, "5")
+	defer restore()
+	return a.ask(ctx, "2", "import time\nwhile True: time.sleep(1)")
+}
+
+// openBackend returns the sandbox backend the flags name.
+func openBackend(cfg config) (sandbox.Backend, error) {
+	switch cfg.Backend {
+	case "local":
+		var opts []local.Option
+		if cfg.SandboxRoot != "" {
+			opts = append(opts, local.WithRoot(cfg.SandboxRoot))
+		}
+		b, err := local.New(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("open the local sandbox backend: %w", err)
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("unknown sandbox backend %q: use -backend local", cfg.Backend)
+}
+
+// chatModel returns the guide's scripted stand-in, or a model behind an OpenAI-compatible endpoint.
+func chatModel(name string) (model.ChatModel, error) {
+	if name == "" || name == "scripted" {
+		return scripted.CodeAct(scripted.WithProgram(scripted.PrimesPrompt, scripted.PrimesProgram)), nil
+	}
+	m, err := openai.New(name)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w (set OPENAI_API_KEY, and OPENAI_BASE_URL for an endpoint other than OpenAI's)", name, err)
+	}
+	return m, nil
+}
+
+// buildGraph wires the guide's graph: START -> agent -> (tools -> agent)* -> END.
+func buildGraph(chat model.ChatModel, runPython *prebuilt.Tool, saver checkpoint.Saver) (*graph.Graph[prebuilt.MessagesState], error) {
+	tools := []*prebuilt.Tool{runPython}
+	agent, err := prebuilt.NewModelNode(chat, prebuilt.Messages, tools)
+	if err != nil {
+		return nil, err
+	}
+	toolNode, err := prebuilt.NewToolNode(prebuilt.Messages, tools)
+	if err != nil {
+		return nil, err
+	}
+	return graph.New(prebuilt.Messages).
+		AddNode("agent", agent).
+		AddNode("tools", toolNode).
+		AddEdge(graph.START, "agent").
+		AddConditionalEdges("agent", prebuilt.ToolsCondition(prebuilt.Messages), prebuilt.ToolsBranch()).
+		AddEdge("tools", "agent").
+		Compile(graph.WithSaver(saver))
+}
+
+type asker struct {
+	g        *graph.Graph[prebuilt.MessagesState]
+	stdout   io.Writer
+	stderr   io.Writer
+	progress bool
+}
+
+// ask runs one turn of thread and prints the last message, as the guide's ask does.
+func (a asker) ask(ctx context.Context, thread, text string) error {
+	start := time.Now()
+	var last prebuilt.MessagesState
+	input := graph.Updates(prebuilt.Messages.Add(model.User(text)))
+	for ev, err := range a.g.Stream(ctx, input, graph.Thread(thread), graph.StreamModes(graph.ModeUpdates|graph.ModeValues)) {
+		if err != nil {
+			return fmt.Errorf("thread %s: %w", thread, err)
+		}
+		switch ev.Mode {
+		case graph.ModeValues:
+			last = ev.State
+		case graph.ModeUpdates:
+			if a.progress {
+				fmt.Fprintf(a.stderr, "thread %s  step %d  %-6s %6.2fs  %s\n", thread, ev.Step, ev.Node,
+					time.Since(start).Seconds(), describe(ev.Update))
+			}
+		}
+	}
+	if len(last.Messages) == 0 {
+		return fmt.Errorf("thread %s: the run ended with no messages", thread)
+	}
+	fmt.Fprintf(a.stdout, "--- thread %s: %s\n\n", thread, last.Messages[len(last.Messages)-1].Content)
+	return nil
+}
+
+// describe summarises a node's update in a few words for the progress lines.
+func describe(update map[string]any) string {
+	msgs, _ := update[prebuilt.Messages.Name()].([]model.Message)
+	var parts []string
+	for _, m := range msgs {
+		switch {
+		case m.HasToolCalls():
+			for _, c := range m.ToolCalls {
+				parts = append(parts, fmt.Sprintf("calls %s (%s, %d bytes of arguments)", c.Name, c.ID, len(c.Arguments)))
+			}
+		case m.Role == model.RoleTool:
+			first, _, _ := strings.Cut(m.Content, "\n")
+			parts = append(parts, fmt.Sprintf("%s answered %s", m.Name, first))
+		default:
+			parts = append(parts, fmt.Sprintf("%s replies (%d characters)", m.Role, len(m.Content)))
+		}
+	}
+	if len(parts) == 0 {
+		return "no messages"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func codeArgs(code string) json.RawMessage {
+	b, _ := json.Marshal(sandboxtool.RunPythonArgs{Code: code})
+	return b
+}
+
+// setenv sets an environment variable and returns what puts the old value back.
+func setenv(key, value string) (restore func()) {
+	old, had := os.LookupEnv(key)
+	os.Setenv(key, value)
+	return func() {
+		if had {
+			os.Setenv(key, old)
+		} else {
+			os.Unsetenv(key)
+		}
+	}
+}
