@@ -3,11 +3,14 @@ package prebuilt
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/agentgraph/agentgraph/checkpoint"
+	"github.com/agentgraph/agentgraph/checkpoint/bolt"
 	"github.com/agentgraph/agentgraph/graph"
 	"github.com/agentgraph/agentgraph/model"
 	"github.com/agentgraph/agentgraph/model/scripted"
@@ -195,5 +198,66 @@ func TestModelNodeFillsToolCallIDs(t *testing.T) {
 	}
 	if step.Response.Message.ToolCalls[0].ID != "" {
 		t.Fatal("the model's own tool call was changed")
+	}
+}
+
+// A thread of the agent survives closing and reopening a bbolt file, with the
+// ids AddMessages gave to messages written without one.
+func TestReactAgentDurableInBolt(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "threads.db")
+	open := func() (*bolt.Saver, *graph.Graph[MessagesState]) {
+		s, err := bolt.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agent, err := NewReactAgent(scripted.CodeAct(), []*Tool{echoPython(t)}, WithSaver(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, agent
+	}
+	userText := func(text string) graph.Update[MessagesState] {
+		return graph.Updates(Messages.Add(model.Message{Role: model.RoleUser, Content: text}))
+	}
+	saver, agent := open()
+	res, err := agent.Invoke(ctx, userText("print(1)"), graph.Thread("7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := res.State.Messages
+	if err := saver.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	saver, agent = open()
+	defer saver.Close()
+	snap, err := agent.GetState(ctx, checkpoint.Config{ThreadID: "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(snap.Values.Messages, before) {
+		t.Fatalf("reopened thread differs:\n got %+v\nwant %+v", snap.Values.Messages, before)
+	}
+	res, err = agent.Invoke(ctx, userText("print(2)"), graph.Thread("7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := res.State.Messages
+	if len(msgs) != 8 || msgs[0].ID != before[0].ID || msgs[7].Content != "Tool said:\n[7] print(2)" {
+		t.Fatalf("continued thread: %d messages, last %q", len(msgs), msgs[len(msgs)-1].Content)
+	}
+}
+
+func TestReactAgentDrawing(t *testing.T) {
+	agent, err := NewReactAgent(scripted.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := agent.Mermaid()
+	for _, edge := range []string{"__start__ --> agent;", "agent -.-> tools;", "agent -.-> __end__;", "tools --> agent;"} {
+		if !strings.Contains(m, edge) {
+			t.Fatalf("drawing lacks %q:\n%s", edge, m)
+		}
 	}
 }
