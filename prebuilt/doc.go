@@ -1,9 +1,8 @@
-// Package prebuilt joins the graph engine and chat models into the usual agent
-// parts: a messages state with the add-messages reducer, typed tools built
-// from Go functions, a ToolNode that runs a model's tool calls, and a ReAct
-// agent.
+// Package prebuilt joins the graph engine and chat models into the parts of a
+// tool-calling agent: a conversation state with the add-messages reducer,
+// typed tools made from Go functions, a ToolNode, a ModelNode and a ReAct
+// agent built from them.
 //
-// Everything here is ordinary graph code: a ToolNode is a graph.Node, the
-// agent is a compiled *graph.Graph, so each part can be used on its own in a
-// graph of your own.
+// Each part is ordinary graph code (a node, a router, a key, a compiled
+// graph), so it can be used alone in a graph of your own.
 package prebuilt
