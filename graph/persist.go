@@ -106,7 +106,7 @@ func newPersister[S any](g *Graph[S], rc runConfig) *persister[S] {
 }
 
 func (p *persister[S]) resetDiff() {
-	p.values, p.deltas, p.versions, p.seen = map[string][]byte{}, map[string][][]byte{}, map[string]uint64{}, nil
+	p.values, p.deltas, p.versions, p.seen = nil, nil, nil, nil
 	p.diffSize, p.dirty = 0, false
 }
 
@@ -311,6 +311,9 @@ func (p *persister[S]) remember(r *runner[S]) {
 func (p *persister[S]) record(k AnyKey[S], s *S, ws []Write[S], version uint64) error {
 	name := k.Name()
 	p.dirty = true
+	if p.versions == nil {
+		p.versions = make(map[string]uint64, 2)
+	}
 	p.versions[name] = version
 	whole := k.isLastValue()
 	for _, w := range ws {
@@ -324,6 +327,9 @@ func (p *persister[S]) record(k AnyKey[S], s *S, ws []Write[S], version uint64) 
 			return fmt.Errorf("graph: encoding key %q: %w", name, err)
 		}
 		p.diffSize += len(b) - len(p.values[name])
+		if p.values == nil {
+			p.values = make(map[string][]byte, 2)
+		}
 		p.values[name] = b
 		for _, d := range p.deltas[name] {
 			p.diffSize -= len(d)
@@ -336,6 +342,9 @@ func (p *persister[S]) record(k AnyKey[S], s *S, ws []Write[S], version uint64) 
 		if err != nil {
 			return fmt.Errorf("graph: encoding a write to key %q: %w", name, err)
 		}
+		if p.deltas == nil {
+			p.deltas = make(map[string][][]byte, 2)
+		}
 		p.deltas[name] = append(p.deltas[name], b)
 		p.diffSize += len(b)
 	}
@@ -347,11 +356,11 @@ func (p *persister[S]) record(k AnyKey[S], s *S, ws []Write[S], version uint64) 
 // tasks are named.
 func (p *persister[S]) commit(r *runner[S], source checkpoint.Source, ran, next []*task[S]) (string, error) {
 	p.dirty = true
-	if p.seen == nil {
-		p.seen = map[string]map[string]uint64{}
-	}
 	for _, t := range ran {
 		if t.node.idx >= 0 {
+			if p.seen == nil {
+				p.seen = make(map[string]map[string]uint64, len(ran))
+			}
 			p.seen[t.node.name] = map[string]uint64{"*": r.version}
 		}
 	}
@@ -391,6 +400,9 @@ func (p *persister[S]) recordBarriers(r *runner[S]) error {
 		b, err := p.codec.Marshal(seen)
 		if err != nil {
 			return err
+		}
+		if p.values == nil {
+			p.values = map[string][]byte{}
 		}
 		p.values[j.channel] = b
 	}
