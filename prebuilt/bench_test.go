@@ -118,15 +118,17 @@ func BenchmarkToolNode10Parallel(b *testing.B) {
 	}
 }
 
+// BenchmarkAddMessagesAppend folds one new message into a 200-message
+// conversation whose slice has room to grow, as a state's slice usually has.
 func BenchmarkAddMessagesAppend(b *testing.B) {
-	conv := make([]model.Message, 200)
+	conv := make([]model.Message, 200, 400)
 	for i := range conv {
 		conv[i] = model.User(fmt.Sprint("message ", i))
 	}
 	next := []model.Message{model.Assistant("reply")}
 	b.ReportAllocs()
 	for b.Loop() {
-		out, _ := merge(conv[:200:200], next, false)
+		out, _ := merge(conv, next, false)
 		if len(out) != 201 {
 			b.Fatal(len(out))
 		}
