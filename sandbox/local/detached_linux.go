@@ -8,6 +8,9 @@ import (
 	"github.com/agentgraph/agentgraph/sandbox"
 )
 
+// detachedRetention is how long the outcome of a finished detached command stays available to Status.
+const detachedRetention = 10 * time.Minute
+
 // detached is a command started with Start; only the process that started it knows its outcome.
 type detached struct {
 	id, sandboxID string
@@ -19,7 +22,7 @@ func (d *detached) kill() { d.p.kill() }
 
 // Start runs command in the background and returns its id at once. opts.Timeout zero means no timeout;
 // Stop, Delete, the TTL and Backend.Close still end it. Status and Kill work only in the process that called
-// Start; elsewhere the command is reported lost.
+// Start (elsewhere they return ErrNotFound), and Status remembers a finished command for ten minutes.
 func (s *sbx) Start(ctx context.Context, command string, opts sandbox.ExecOptions) (string, error) {
 	var timeout time.Duration
 	if opts.Timeout != 0 {
@@ -35,6 +38,15 @@ func (s *sbx) Start(ctx context.Context, command string, opts sandbox.ExecOption
 	}
 	d := &detached{id: newID("cmd_"), sandboxID: s.id, p: p, exited: p.exited}
 	s.b.mu.Lock()
+	for id, old := range s.b.running {
+		select {
+		case <-old.exited:
+			if time.Since(old.p.started.Add(old.p.duration)) > detachedRetention {
+				delete(s.b.running, id)
+			}
+		default:
+		}
+	}
 	s.b.running[d.id] = d
 	s.b.mu.Unlock()
 	return d.id, nil

@@ -16,9 +16,6 @@ func Init() {}
 // Backend is unavailable on this operating system; New says so.
 type Backend struct{}
 
-// Option configures New.
-type Option func(*struct{})
-
 // New fails: the local backend needs Linux namespaces.
 func New(opts ...Option) (*Backend, error) {
 	return nil, fmt.Errorf("%w: the local sandbox needs Linux namespaces and this is %s: use a remote backend",
@@ -34,4 +31,6 @@ func (b *Backend) Get(context.Context, string) (sandbox.Sandbox, error) {
 func (b *Backend) List(context.Context, sandbox.Filter) ([]sandbox.Info, error) {
 	return nil, sandbox.ErrUnsupported
 }
-func (b *Backend) Close() error { return nil }
+func (b *Backend) Reap(context.Context) ([]string, error) { return nil, sandbox.ErrUnsupported }
+func (b *Backend) Root() string                           { return "" }
+func (b *Backend) Close() error                           { return nil }

@@ -73,14 +73,26 @@ func (s *sbx) start(ctx context.Context, command string, opts sandbox.ExecOption
 		}
 		cwd = c
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	unlock, err := s.lock(unix.LOCK_SH)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer func() { unlock() }()
 	m, err := s.readMeta()
 	if err != nil {
 		return nil, err
+	}
+	if m.State == sandbox.StateRunning && time.Now().After(m.ExpiresAt) {
+		// Past its TTL but not reaped yet: stop it now rather than run one more command.
+		unlock()
+		unlock = func() {}
+		if err := s.Stop(ctx); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %s: its TTL ran out at %s: call Resume to run commands again", sandbox.ErrStopped, s.id, m.ExpiresAt.Format(time.RFC3339))
 	}
 	if m.State == sandbox.StateStopped {
 		return nil, fmt.Errorf("%w: %s: call Resume before running commands", sandbox.ErrStopped, s.id)

@@ -1,0 +1,89 @@
+package local
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentgraph/agentgraph/sandbox"
+)
+
+// Errors of this backend, beyond the sandbox sentinels.
+var (
+	// ErrInitMissing means the program never called Init, so the isolation helper cannot start.
+	ErrInitMissing = fmt.Errorf("%w: local.Init was not called: call local.Init() as the first statement of "+
+		"main (and of TestMain in tests)", sandbox.ErrUnsupported)
+)
+
+type config struct {
+	root         string
+	python       []string
+	reapInterval time.Duration
+	outputLimit  int
+	logger       *slog.Logger
+	unsafeNoIso  bool
+	hostUIDBase  int
+	cgroups      bool
+	landlock     bool
+	sizes        map[sandbox.Size]sandbox.Limits
+}
+
+// Option configures New.
+type Option func(*config)
+
+// WithRoot sets the directory that holds every sandbox's state and files. The default is
+// /var/lib/agentgraph/sandboxes for root and $XDG_STATE_HOME/agentgraph/sandboxes (else
+// ~/.local/state/agentgraph/sandboxes) for other users.
+func WithRoot(dir string) Option { return func(c *config) { c.root = dir } }
+
+// WithPython sets the interpreter that `python3` and `python` run inside the sandbox, with its leading
+// arguments; the default is /usr/bin/python3 -I. The path must lie under a directory of the read-only root
+// (/usr by default).
+func WithPython(path string, args ...string) Option {
+	return func(c *config) { c.python = append([]string{path}, args...) }
+}
+
+// WithReapInterval sets how often sandboxes past their TTL are stopped; zero disables the periodic reaper
+// (New still reaps once).
+func WithReapInterval(d time.Duration) Option { return func(c *config) { c.reapInterval = d } }
+
+// WithOutputLimit sets how many bytes of each of stdout and stderr a command keeps (its tail); default 1 MiB.
+func WithOutputLimit(n int) Option { return func(c *config) { c.outputLimit = n } }
+
+// WithLogger sets where warnings go; the default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithSizeLimits replaces the resources a Size grants in sandboxes created from now on.
+func WithSizeLimits(size sandbox.Size, l sandbox.Limits) Option {
+	return func(c *config) {
+		if c.sizes == nil {
+			c.sizes = map[sandbox.Size]sandbox.Limits{}
+		}
+		c.sizes[size] = l
+	}
+}
+
+// WithoutCgroups makes root use rlimits instead of cgroups, as an unprivileged user must.
+func WithoutCgroups() Option { return func(c *config) { c.cgroups = false } }
+
+// UnsafeNoIsolation runs commands as plain child processes with none of the isolation: the code can read
+// and change everything the calling user can. It exists for hosts without user namespaces and logs a warning
+// at every Create.
+func UnsafeNoIsolation() Option { return func(c *config) { c.unsafeNoIso = true } }
+
+// DefaultRoot returns the root directory New uses when WithRoot is not given.
+func DefaultRoot() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/agentgraph/sandboxes"
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "agentgraph", "sandboxes")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = os.TempDir()
+	}
+	return filepath.Join(home, ".local", "state", "agentgraph", "sandboxes")
+}
