@@ -199,15 +199,37 @@ var stateOutputType = reflect.TypeFor[stateOutput]()
 
 type toolCallKey struct{}
 
+// toolCall is what a ToolNode tells each tool through its context.
+type toolCall struct {
+	id    string
+	state any
+}
+
 // ToolCallID returns the id of the tool call ctx's tool is answering, or ""
 // outside a ToolNode.
 func ToolCallID(ctx context.Context) string {
-	id, _ := ctx.Value(toolCallKey{}).(string)
-	return id
+	if c, ok := ctx.Value(toolCallKey{}).(*toolCall); ok {
+		return c.id
+	}
+	return ""
+}
+
+// ToolState returns the graph state the ToolNode read when it started ctx's
+// tool call, and whether there is one of type S. It is the state before the
+// step's writes, shared by the calls of one step: read it, do not change
+// what it points to. A tool that needs it cannot be called directly, so
+// prefer passing what the tool needs as arguments or run config values.
+func ToolState[S any](ctx context.Context) (S, bool) {
+	if c, ok := ctx.Value(toolCallKey{}).(*toolCall); ok {
+		s, ok := c.state.(S)
+		return s, ok
+	}
+	var zero S
+	return zero, false
 }
 
 // WithToolCallID returns ctx carrying a tool call id, for calling a tool
 // directly as a ToolNode would.
 func WithToolCallID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, toolCallKey{}, id)
+	return context.WithValue(ctx, toolCallKey{}, &toolCall{id: id})
 }

@@ -120,9 +120,11 @@ func collect(opts []Option) options {
 // last assistant message and answers each with a tool message.
 //
 // The calls run concurrently, each with a context that carries the run
-// config (graph.ConfigFrom works in the tool) and the call's id
-// (ToolCallID). The node writes the tool messages in call order, followed
-// by the writes of tools that returned an Output[S], in call order too.
+// config (graph.ConfigFrom works in the tool), the call's id (ToolCallID)
+// and the state the node read (ToolState). The node writes the tool
+// messages in call order, followed by the writes of tools that returned an
+// Output[S], in call order too. A tool that ignores its context holds up
+// the step until it returns.
 //
 // Failures the model can act on become error tool messages: an unknown tool
 // (the message names the valid ones), invalid arguments (it names the field
@@ -183,10 +185,11 @@ func (n *ToolNode[S]) Run(ctx context.Context, s S) (graph.Update[S], error) {
 		return graph.Update[S]{}, nil
 	}
 	results := make([]callResult[S], len(calls))
+	state := any(s)
 	if len(calls) == 1 {
-		results[0] = n.call(ctx, calls[0])
+		results[0] = n.call(ctx, calls[0], state)
 	} else {
-		n.callAll(ctx, calls, results)
+		n.callAll(ctx, calls, results, state)
 	}
 	out := make([]model.Message, len(calls))
 	writes := make([]graph.Write[S], 1, 1+len(calls))
@@ -208,7 +211,7 @@ func (n *ToolNode[S]) Run(ctx context.Context, s S) (graph.Update[S], error) {
 	return u, nil
 }
 
-func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, results []callResult[S]) {
+func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, results []callResult[S], state any) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var sem chan struct{}
@@ -229,7 +232,7 @@ func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, resul
 					return
 				}
 			}
-			results[i] = n.call(ctx, c)
+			results[i] = n.call(ctx, c, state)
 			if results[i].fatal != nil {
 				cancel() // the run fails: siblings need not finish
 			}
@@ -238,12 +241,12 @@ func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, resul
 	wg.Wait()
 }
 
-func (n *ToolNode[S]) call(ctx context.Context, c model.ToolCall) (r callResult[S]) {
+func (n *ToolNode[S]) call(ctx context.Context, c model.ToolCall, state any) (r callResult[S]) {
 	t := n.byName[c.Name]
 	if t == nil {
 		return n.failed(c, &UnknownToolError{Name: c.Name, Known: n.known})
 	}
-	v, err := invoke(WithToolCallID(ctx, c.ID), t, c)
+	v, err := invoke(context.WithValue(ctx, toolCallKey{}, &toolCall{id: c.ID, state: state}), t, c)
 	if err != nil {
 		var (
 			ae *ArgumentError

@@ -275,3 +275,27 @@ func TestToolsCondition(t *testing.T) {
 		t.Fatalf("ToolsBranch = %+v", b)
 	}
 }
+
+func TestToolStateInTools(t *testing.T) {
+	count := MustTool("count", "", func(ctx context.Context, _ struct{}) (string, error) {
+		s, ok := ToolState[noteState](ctx)
+		if !ok {
+			return "", errors.New("no state")
+		}
+		if _, wrong := ToolState[MessagesState](ctx); wrong {
+			return "", errors.New("state of another type")
+		}
+		return fmt.Sprint(len(s.Messages), " messages"), nil
+	})
+	s, err := runTools(t, context.Background(), []*Tool{count}, []model.ToolCall{call("1", "count", `{}`), call("2", "count", `{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Messages[2].Content != "2 messages" || s.Messages[3].Content != "2 messages" {
+		t.Fatalf("contents %q %q", s.Messages[2].Content, s.Messages[3].Content)
+	}
+	// Called directly, there is no state.
+	if _, err := count.Call(WithToolCallID(context.Background(), "x"), nil); err == nil {
+		t.Fatal("a direct call found a state")
+	}
+}
