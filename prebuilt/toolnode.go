@@ -164,7 +164,7 @@ type callResult[S any] struct {
 	msg    model.Message
 	writes []graph.Write[S]
 	gotos  []string
-	fatal  error
+	fatal  error // fails the run
 }
 
 // Run runs the tool calls of the last assistant message in s.
@@ -186,19 +186,21 @@ func (n *ToolNode[S]) Run(ctx context.Context, s S) (graph.Update[S], error) {
 	}
 	results := make([]callResult[S], len(calls))
 	state := any(s)
+	var fatal error
 	if len(calls) == 1 {
 		results[0] = n.call(ctx, calls[0], state)
+		fatal = results[0].fatal
 	} else {
-		n.callAll(ctx, calls, results, state)
+		fatal = n.callAll(ctx, calls, results, state)
+	}
+	if fatal != nil {
+		return graph.Update[S]{}, fatal
 	}
 	out := make([]model.Message, len(calls))
 	writes := make([]graph.Write[S], 1, 1+len(calls))
 	var gotos []string
 	for i := range results {
 		r := &results[i]
-		if r.fatal != nil {
-			return graph.Update[S]{}, r.fatal
-		}
 		out[i] = r.msg
 		writes = append(writes, r.writes...)
 		gotos = append(gotos, r.gotos...)
@@ -211,9 +213,23 @@ func (n *ToolNode[S]) Run(ctx context.Context, s S) (graph.Update[S], error) {
 	return u, nil
 }
 
-func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, results []callResult[S], state any) {
+// callAll runs the calls concurrently and returns the first failure that
+// fails the run, in time order: the cause, not the siblings it cancelled.
+func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, results []callResult[S], state any) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+		}
+		mu.Unlock()
+		cancel() // the run fails: siblings need not finish
+	}
 	var sem chan struct{}
 	if n.o.maxParallel > 0 && n.o.maxParallel < len(calls) {
 		sem = make(chan struct{}, n.o.maxParallel)
@@ -228,17 +244,18 @@ func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, resul
 				case sem <- struct{}{}:
 					defer func() { <-sem }()
 				case <-ctx.Done():
-					results[i].fatal = ctx.Err()
+					fail(fmt.Errorf("prebuilt: tool %q (call %s) did not start: %w", c.Name, c.ID, ctx.Err()))
 					return
 				}
 			}
 			results[i] = n.call(ctx, c, state)
-			if results[i].fatal != nil {
-				cancel() // the run fails: siblings need not finish
+			if err := results[i].fatal; err != nil {
+				fail(err)
 			}
 		}()
 	}
 	wg.Wait()
+	return first
 }
 
 func (n *ToolNode[S]) call(ctx context.Context, c model.ToolCall, state any) (r callResult[S]) {

@@ -299,3 +299,23 @@ func TestToolStateInTools(t *testing.T) {
 		t.Fatal("a direct call found a state")
 	}
 }
+
+// The run fails with the tool's error, not with the cancellation it caused
+// in a sibling that comes first in call order.
+func TestToolNodeFailureCause(t *testing.T) {
+	started := make(chan struct{})
+	slow := MustTool("slow", "", func(ctx context.Context, _ struct{}) (string, error) {
+		close(started)
+		<-ctx.Done()
+		return "", ctx.Err()
+	})
+	fails := MustTool("fails", "", func(ctx context.Context, _ struct{}) (string, error) {
+		<-started
+		return "", errDisk
+	})
+	_, err := runTools(t, context.Background(), []*Tool{slow, fails}, []model.ToolCall{call("1", "slow", `{}`), call("2", "fails", `{}`)}, FailOnToolError())
+	var te *ToolError
+	if !errors.As(err, &te) || te.CallID != "2" || !errors.Is(err, errDisk) {
+		t.Fatalf("err = %v, want the ToolError of call 2", err)
+	}
+}
