@@ -78,6 +78,10 @@ func (r *Registry) Run(ctx context.Context, code string) (string, error) {
 		}
 		break
 	}
+	if err == nil && ctx.Err() != nil {
+		// A backend may report a command killed by cancellation as a result; it is not the program's answer.
+		err = context.Cause(ctx)
+	}
 	if err != nil {
 		return "", fmt.Errorf("sandboxtool: run main.py in sandbox %s of thread %q: %w", sb.ID(), threadID, err)
 	}

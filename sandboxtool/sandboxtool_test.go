@@ -22,7 +22,7 @@ import (
 )
 
 // openBackend opens a local backend on root, closed when the test ends.
-func openBackend(t *testing.T, root string) *local.Backend {
+func openBackend(t testing.TB, root string) *local.Backend {
 	t.Helper()
 	b, err := local.New(local.WithRoot(root))
 	if err != nil {
@@ -347,6 +347,8 @@ func TestRestartFindsStoppedSandbox(t *testing.T) {
 	}
 }
 
+func openBackendB(b *testing.B) *local.Backend { return openBackend(b, b.TempDir()) }
+
 func mustGet(t *testing.T, b sandbox.Backend, id string) sandbox.Sandbox {
 	t.Helper()
 	sb, err := b.Get(context.Background(), id)
@@ -399,5 +401,20 @@ func TestInGraph(t *testing.T) {
 	}
 	if want := "Tool said:\n[" + sb.ID() + "] exit code 0\n42"; last != want {
 		t.Errorf("reply %q; want %q", last, want)
+	}
+}
+
+// A cancelled run is an error, not an answer the model would read as the program's.
+func TestCancelled(t *testing.T) {
+	b := openBackend(t, t.TempDir())
+	reg := sandboxtool.New(b)
+	closeAll(t, reg)
+	tool := reg.RunPython()
+	ctx, cancel := context.WithCancel(onThread("c"))
+	call(t, tool, ctx, "pass") // the sandbox exists before the clock starts
+	time.AfterFunc(300*time.Millisecond, cancel)
+	out, err := tool.Call(ctx, json.RawMessage(`{"code":"import time; time.sleep(60)"}`))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Call = %q, %v; want context.Canceled", out, err)
 	}
 }
