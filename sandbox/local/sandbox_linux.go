@@ -55,6 +55,9 @@ func (s *sbx) Exec(ctx context.Context, command string, opts sandbox.ExecOptions
 		return sandbox.ExecResult{}, err
 	}
 	p.wait()
+	if p.cancelled.Load() && !p.timedOut.Load() {
+		return p.result(), fmt.Errorf("exec in %s: %w", s.id, ctx.Err())
+	}
 	return p.result(), nil
 }
 

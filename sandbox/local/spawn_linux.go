@@ -32,6 +32,7 @@ type proc struct {
 	exited         chan struct{}
 	killOnce       sync.Once
 	timedOut       atomic.Bool
+	cancelled      atomic.Bool
 	quotaHit       atomic.Bool
 	quota          int64
 	duration       time.Duration
@@ -266,15 +267,21 @@ func (p *proc) supervise(ctx context.Context, timeout time.Duration) {
 	}
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
+	done := ctx.Done()
 	for {
 		select {
 		case <-waitErr:
 			p.duration = time.Since(p.started)
 			p.exitCode = exitCode(p.cmd.ProcessState)
+			if p.s.b.cfg.unsafeNoIso {
+				syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // what it left in its process group
+			}
 			p.removeRecord()
 			close(p.exited)
 			return
-		case <-ctx.Done():
+		case <-done:
+			done = nil // closed for good: select it once
+			p.cancelled.Store(true)
 			p.kill()
 		case <-timer:
 			p.timedOut.Store(true)
@@ -462,6 +469,7 @@ func (p *proc) spawnUnsafe(m *meta, env []string, cwd string) error {
 	}
 	cmd := exec.Command("/bin/sh", "-c", p.command)
 	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, dir, p.stdout, p.stderr
+	cmd.WaitDelay = time.Second // a background child holding the output pipes must not hold Wait
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start command in %s: %w", s.id, err)

@@ -28,6 +28,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend) {
 		{"ExecEnvCwd", testExecEnvCwd},
 		{"ExecTimeout", testExecTimeout},
 		{"ExecInvalidTimeout", testExecInvalidTimeout},
+		{"ExecCancel", testExecCancel},
 		{"ExecOutputTail", testExecOutputTail},
 		{"ExecConcurrent", testExecConcurrent},
 		{"Files", testFiles},
@@ -219,6 +220,23 @@ func testExecTimeout(t *testing.T, b sandbox.Backend) {
 	time.Sleep(2500 * time.Millisecond)
 	if _, err := s.ReadFile(ctx, "late.txt"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("ReadFile(late.txt) error = %v: a process the timed-out command started survived", err)
+	}
+}
+
+func testExecCancel(t *testing.T, b sandbox.Backend) {
+	s := create(t, b, sandbox.CreateOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := s.Exec(ctx, "sleep 60", sandbox.ExecOptions{})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Exec with a context that expires: error = %v, want context.DeadlineExceeded", err)
+	}
+	if el := time.Since(start); el > 20*time.Second {
+		t.Errorf("cancelled Exec returned after %v", el)
+	}
+	if r := exec(t, s, "echo still usable", sandbox.ExecOptions{}); r.Stdout != "still usable\n" {
+		t.Errorf("after a cancelled Exec: %+v", r)
 	}
 }
 
