@@ -86,6 +86,7 @@ func run() error {
 	defer stop()
 
 	rep := report{Machine: machine(), Started: time.Now().UTC().Format(time.RFC3339), Plan: planInfo(p, *quick)}
+	rep.Machine["loadavg_start"] = loadavg()
 	for _, name := range names {
 		f := frameworks[name]
 		if sm, ok := f.(selfMeasurer); ok {
@@ -113,6 +114,7 @@ func run() error {
 		return fmt.Errorf("interrupted: %w", err)
 	}
 
+	rep.Machine["loadavg_end"] = loadavg()
 	fmt.Print(rep.markdown(p, names))
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
@@ -199,6 +201,20 @@ func machine() map[string]string {
 		}
 	}
 	return m
+}
+
+// loadavg is the 1-, 5- and 15-minute load average: figures taken while other
+// work kept the CPUs busy are not comparable with quiet ones.
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func planInfo(p plan, quick bool) map[string]any {

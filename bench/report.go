@@ -35,6 +35,7 @@ func (r *report) find(framework, workload string, v Variant) (Result, bool) {
 func (r *report) markdown(p plan, names []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## Median time per run (%s, %s CPUs, %s, node %s)\n\n", r.Machine["cpu"], r.Machine["cpus"], r.Machine["go"], r.Machine["node"])
+	fmt.Fprintf(&b, "Load average at start %s, at end %s.\n\n", r.Machine["loadavg_start"], r.Machine["loadavg_end"])
 	b.WriteString("| workload | saver |")
 	for _, n := range names {
 		b.WriteString(" " + n + " |")
@@ -188,8 +189,8 @@ func ratio(x float64) string {
 // rewrites the growing thread.
 func growthSVG(grows []GrowthResult, names []string) string {
 	const (
-		width, height            = 820, 460
-		left, right, top, bottom = 80, 190, 50, 60
+		width, height            = 880, 470
+		left, right, top, bottom = 80, 240, 60, 60
 		windows                  = 20
 	)
 	type series struct {
@@ -212,7 +213,7 @@ func growthSVG(grows []GrowthResult, names []string) string {
 		}
 		s := series{name: n}
 		if longest.Stopped != "" {
-			s.note = fmt.Sprintf("%s at turn %d", longest.Stopped, longest.Reached)
+			s.note = fmt.Sprintf("%s, at turn %d", longest.Stopped, longest.Reached)
 		}
 		step := max(1, longest.Turns/windows)
 		if longest.Reached < longest.Turns {
@@ -250,6 +251,7 @@ func growthSVG(grows []GrowthResult, names []string) string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="15" font-weight="bold">Time per agent turn as the thread grows (saver on every step)</text>`+"\n", left)
+	fmt.Fprintf(&b, `<text x="%d" y="42" font-size="11" fill="#555">ReAct loop, scripted model, 3.6 KB tool arguments, in-memory saver; each point is the mean of a window of turns</text>`+"\n", left)
 	// y grid: decades
 	for e := lo; e <= hi; e++ {
 		y := py(math.Pow(10, e))
