@@ -32,7 +32,7 @@ func TestCellsComputeTheWorkload(t *testing.T) {
 		for _, w := range allWorkloads {
 			for _, v := range allVariants {
 				t.Run(f.Name()+"/"+w.Name+"/"+string(v), func(t *testing.T) {
-					run, err := f.Prepare(ctx, w, v)
+					run, err := f.Prepare(t.Context(), Cell{Workload: w, Variant: v, Dir: t.TempDir()})
 					switch {
 					case errors.Is(err, ErrNotApplicable):
 						if strings.TrimPrefix(err.Error(), "n/a: ") == "" {
@@ -187,7 +187,7 @@ func BenchmarkCells(b *testing.B) {
 	for _, f := range inProcess(b) {
 		for _, w := range allWorkloads {
 			for _, v := range allVariants {
-				run, err := f.Prepare(ctx, w, v)
+				run, err := f.Prepare(ctx, Cell{Workload: w, Variant: v, Dir: b.TempDir()})
 				if err != nil {
 					continue
 				}

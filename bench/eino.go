@@ -23,8 +23,9 @@ func init() { register(einoFramework{}) }
 
 func (einoFramework) Name() string { return "eino" }
 
-func (einoFramework) Prepare(ctx context.Context, w Workload, v Variant) (Runner, error) {
-	if v != NoSaver {
+func (einoFramework) Prepare(ctx context.Context, c Cell) (Runner, error) {
+	w := c.Workload
+	if c.Variant != NoSaver {
 		return nil, notApplicable("checkpoints are written only at interrupts")
 	}
 	switch w.Kind {

@@ -17,7 +17,18 @@ type Framework interface {
 	// that executes it once from a fresh start (a new thread when a saver is
 	// used). It returns an error wrapping ErrNotApplicable when the framework
 	// cannot express the cell, with the reason in the message.
-	Prepare(ctx context.Context, w Workload, v Variant) (Runner, error)
+	Prepare(ctx context.Context, c Cell) (Runner, error)
+}
+
+// Cell is one workload run with one saver.
+type Cell struct {
+	Workload
+	Variant Variant
+	// Dir is an empty directory for the cell's files (a bbolt database). The
+	// harness removes it when the cell is done; anything the Runner opens
+	// there must be closed by then, so open it per run or close it when the
+	// context given to Prepare is done.
+	Dir string
 }
 
 // Runner executes a prepared cell once and returns the workload's check value

@@ -27,7 +27,8 @@ func (langgraphgoFramework) Name() string { return "langgraphgo" }
 
 type lgState = map[string]any
 
-func (langgraphgoFramework) Prepare(_ context.Context, w Workload, v Variant) (Runner, error) {
+func (langgraphgoFramework) Prepare(_ context.Context, c Cell) (Runner, error) {
+	w, v := c.Workload, c.Variant
 	if v == BoltSaver {
 		return nil, notApplicable("no bbolt saver")
 	}

@@ -24,7 +24,7 @@ func init() { register(&langgraphjs{script: filepath.Join("node", "run.mjs")}) }
 
 func (*langgraphjs) Name() string { return "langgraphjs" }
 
-func (*langgraphjs) Prepare(context.Context, Workload, Variant) (Runner, error) {
+func (*langgraphjs) Prepare(context.Context, Cell) (Runner, error) {
 	return nil, errors.New("langgraphjs is measured in its own process")
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -85,7 +86,14 @@ const warmup = 300 * time.Millisecond
 // runs were timed.
 func measureCell(ctx context.Context, f Framework, w Workload, v Variant, p plan) Result {
 	r := Result{Framework: f.Name(), Workload: w.Name, Variant: v}
-	run, err := f.Prepare(ctx, w, v)
+	dir, err := os.MkdirTemp("", "bench-cell-")
+	if err != nil {
+		return failed(r, fmt.Errorf("cell directory: %w", err))
+	}
+	defer os.RemoveAll(dir)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel() // before RemoveAll: tells the cell to close its files
+	run, err := f.Prepare(cctx, Cell{Workload: w, Variant: v, Dir: dir})
 	if err != nil {
 		return failed(r, err)
 	}
