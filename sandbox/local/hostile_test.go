@@ -267,6 +267,19 @@ escaped("wrote 200000 files")
 				t.Errorf("WriteFile past the quota: error = %v, want ErrQuota", err)
 			}
 		}},
+		{name: "disk use hidden behind chmod 000", blocked: 1, program: `
+os.makedirs("hidden/deeper")
+with open("hidden/deeper/blob", "wb") as f:
+    f.write(b"\1" * (40 << 20))
+os.chmod("hidden/deeper", 0)
+os.chmod("hidden", 0)
+blocked("hid 40 MiB")
+`, check: func(t *testing.T, s sandbox.Sandbox, r sandbox.ExecResult) {
+			err := s.WriteFile(context.Background(), "more", make([]byte, 30<<20))
+			if !errors.Is(err, sandbox.ErrQuota) {
+				t.Errorf("WriteFile of 30 MiB next to 40 MiB hidden under a 64 MiB quota: error = %v, want ErrQuota", err)
+			}
+		}},
 		{name: "cpu spin", timeout: 2 * time.Second, program: `
 while True:
     pass

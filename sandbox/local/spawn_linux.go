@@ -332,21 +332,42 @@ func (p *proc) result() sandbox.ExecResult {
 func (s *sbx) diskUsage() (int64, error) {
 	var total int64
 	for _, dir := range []string{s.home(), s.tmp()} {
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-					return nil
-				}
-				return err
-			}
-			var st unix.Stat_t
-			if unix.Lstat(path, &st) == nil {
-				total += max(st.Blocks*512, 4096)
-			}
-			return nil
-		})
-		if err != nil {
+		n, err := usageOf(dir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// usageOf walks dir without following symlinks. A directory the sandboxed code made unreadable is opened
+// up again (the sandbox user owns it, and so does an unprivileged caller) rather than skipped, so usage
+// cannot hide behind chmod 000.
+func usageOf(dir string) (int64, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrPermission) {
+		if os.Chmod(dir, 0o700) == nil {
+			entries, err = os.ReadDir(dir)
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil {
+			continue // removed meanwhile
+		}
+		total += max(st.Blocks*512, 4096)
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			n, err := usageOf(p)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return 0, err
+			}
+			total += n
 		}
 	}
 	return total, nil
