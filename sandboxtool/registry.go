@@ -140,16 +140,9 @@ func (r *Registry) Sandbox(ctx context.Context, threadID string) (sandbox.Sandbo
 		e = &entry{ready: make(chan struct{})}
 		r.threads[threadID] = e
 		r.order = append(r.order, threadID)
-		r.mu.Unlock()
-		// The lookup must finish even if this caller gives up, since others may be waiting on it.
-		e.sb, e.err = r.open(context.WithoutCancel(ctx), threadID)
-		r.mu.Lock()
-		if e.err != nil && r.threads[threadID] == e {
-			r.drop(threadID) // the next call tries again
-		}
-		r.mu.Unlock()
-		close(e.ready)
-		return e.sb, e.err
+		// The lookup runs on its own, so that a caller who gives up neither cancels it for the others
+		// waiting nor leaves a half-made sandbox: Close waits for it and cleans up what it made.
+		go r.lookup(context.WithoutCancel(ctx), threadID, e)
 	}
 	r.mu.Unlock()
 	select {
@@ -157,6 +150,19 @@ func (r *Registry) Sandbox(ctx context.Context, threadID string) (sandbox.Sandbo
 		return e.sb, e.err
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
+	}
+}
+
+// lookup fills e with the thread's sandbox and closes e.ready.
+func (r *Registry) lookup(ctx context.Context, threadID string, e *entry) {
+	defer close(e.ready)
+	e.sb, e.err = r.open(ctx, threadID)
+	if e.err != nil {
+		r.mu.Lock()
+		if r.threads[threadID] == e {
+			r.drop(threadID) // the next call tries again
+		}
+		r.mu.Unlock()
 	}
 }
 

@@ -418,3 +418,68 @@ func TestCancelled(t *testing.T) {
 		t.Fatalf("Call = %q, %v; want context.Canceled", out, err)
 	}
 }
+
+// Close while first uses are under way: every sandbox handed out is in one of the Close reports, and none is
+// left in the backend.
+func TestCloseDuringFirstUse(t *testing.T) {
+	b := openBackend(t, t.TempDir())
+	reg := sandboxtool.New(b)
+	const n = 16
+	got := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sb, err := reg.Sandbox(context.Background(), fmt.Sprint(i))
+			if err == nil {
+				got[i] = sb.ID()
+			} else if !errors.Is(err, sandboxtool.ErrClosing) {
+				t.Error(err)
+			}
+		}()
+	}
+	closed, err := reg.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	more, err := reg.Close(context.Background()) // the calls that came after the first Close
+	if err != nil {
+		t.Fatal(err)
+	}
+	reported := map[string]bool{}
+	for _, c := range append(closed, more...) {
+		reported[c.SandboxID] = true
+	}
+	for i, id := range got {
+		if id != "" && !reported[id] {
+			t.Errorf("thread %d's sandbox %s was not closed", i, id)
+		}
+	}
+	if infos, err := b.List(context.Background(), sandbox.Filter{}); err != nil || len(infos) != 0 {
+		t.Errorf("left in the backend: %v (%v)", infos, err)
+	}
+}
+
+// A caller that gives up does not stop the lookup others wait for, and Close still cleans up its sandbox.
+func TestCallerGivesUp(t *testing.T) {
+	b := openBackend(t, t.TempDir())
+	reg := sandboxtool.New(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := reg.Sandbox(ctx, "gone"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v; want context.Canceled", err)
+	}
+	sb, err := reg.Sandbox(context.Background(), "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed, err := reg.Close(context.Background())
+	if err != nil || len(closed) != 1 || closed[0].SandboxID != sb.ID() {
+		t.Fatalf("Close = %v, %v; want %s deleted", closed, err, sb.ID())
+	}
+	if infos, _ := b.List(context.Background(), sandbox.Filter{}); len(infos) != 0 {
+		t.Errorf("left in the backend: %v", infos)
+	}
+}
