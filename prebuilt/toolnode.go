@@ -101,7 +101,8 @@ func ErrorContent(f func(call model.ToolCall, err error) string) Option {
 }
 
 // MaxParallel caps how many tool calls of one message run at once (default:
-// all of them). Read by NewToolNode and NewReactAgent.
+// all of them). With 1 the calls run one after another, in call order.
+// Read by NewToolNode and NewReactAgent.
 func MaxParallel(n int) Option { return func(o *options) { o.maxParallel = n } }
 
 func defaultErrorContent(_ model.ToolCall, err error) string {
@@ -130,7 +131,8 @@ func collect(opts []Option) options {
 // (the message names the valid ones), invalid arguments (it names the field
 // and the expected type), and by default a tool's error or panic. With
 // FailOnToolError or FailOnPanic those fail the run instead. A cancelled
-// run's context fails the node.
+// run's context fails the node, and a tool that calls Interrupt pauses the
+// run.
 type ToolNode[S any] struct {
 	messages graph.SliceKey[S, model.Message]
 	byName   map[string]*Tool
@@ -186,12 +188,17 @@ func (n *ToolNode[S]) Run(ctx context.Context, s S) (graph.Update[S], error) {
 	}
 	results := make([]callResult[S], len(calls))
 	state := any(s)
+	interrupts := new(sync.Mutex)
 	var fatal error
-	if len(calls) == 1 {
-		results[0] = n.call(ctx, calls[0], state)
-		fatal = results[0].fatal
+	if len(calls) == 1 || n.o.maxParallel == 1 {
+		for i, c := range calls {
+			if results[i] = n.call(ctx, c, state, interrupts); results[i].fatal != nil {
+				fatal = results[i].fatal
+				break
+			}
+		}
 	} else {
-		fatal = n.callAll(ctx, calls, results, state)
+		fatal = n.callAll(ctx, calls, results, state, interrupts)
 	}
 	if fatal != nil {
 		return graph.Update[S]{}, fatal
@@ -215,7 +222,7 @@ func (n *ToolNode[S]) Run(ctx context.Context, s S) (graph.Update[S], error) {
 
 // callAll runs the calls concurrently and returns the first failure that
 // fails the run, in time order: the cause, not the siblings it cancelled.
-func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, results []callResult[S], state any) error {
+func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, results []callResult[S], state any, interrupts *sync.Mutex) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -248,7 +255,7 @@ func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, resul
 					return
 				}
 			}
-			results[i] = n.call(ctx, c, state)
+			results[i] = n.call(ctx, c, state, interrupts)
 			if err := results[i].fatal; err != nil {
 				fail(err)
 			}
@@ -258,18 +265,21 @@ func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, resul
 	return first
 }
 
-func (n *ToolNode[S]) call(ctx context.Context, c model.ToolCall, state any) (r callResult[S]) {
+func (n *ToolNode[S]) call(ctx context.Context, c model.ToolCall, state any, interrupts *sync.Mutex) (r callResult[S]) {
 	t := n.byName[c.Name]
 	if t == nil {
 		return n.failed(c, &UnknownToolError{Name: c.Name, Known: n.known})
 	}
-	v, err := invoke(context.WithValue(ctx, toolCallKey{}, &toolCall{id: c.ID, state: state}), t, c)
+	v, err := invoke(context.WithValue(ctx, toolCallKey{}, &toolCall{id: c.ID, state: state, interrupts: interrupts}), t, c)
 	if err != nil {
 		var (
 			ae *ArgumentError
 			pe *PanicError
+			p  *pause
 		)
 		switch {
+		case errors.As(err, &p):
+			return callResult[S]{fatal: p.err}
 		case errors.As(err, &ae):
 		case errors.As(err, &pe):
 			if n.o.failOnPanic {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentgraph/agentgraph/checkpoint"
 	"github.com/agentgraph/agentgraph/graph"
 	"github.com/agentgraph/agentgraph/model"
 )
@@ -317,5 +318,63 @@ func TestToolNodeFailureCause(t *testing.T) {
 	var te *ToolError
 	if !errors.As(err, &te) || te.CallID != "2" || !errors.Is(err, errDisk) {
 		t.Fatalf("err = %v, want the ToolError of call 2", err)
+	}
+}
+
+func TestToolNodeInterrupt(t *testing.T) {
+	ctx := context.Background()
+	ran := 0
+	var mu sync.Mutex
+	approve := MustTool("delete_files", "", func(ctx context.Context, a struct {
+		Path string `json:"path"`
+	}) (string, error) {
+		v, err := Interrupt(ctx, "delete "+a.Path+"?")
+		if err != nil {
+			return "", err
+		}
+		mu.Lock()
+		ran++
+		mu.Unlock()
+		return fmt.Sprintf("%s: %v", a.Path, v), nil
+	})
+	tn, err := NewToolNode(noteMessages, []*Tool{approve}, MaxParallel(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.New[noteState](noteMessages, notes).
+		AddNode(ToolsNode, tn).
+		AddEdge(graph.START, ToolsNode).AddEdge(ToolsNode, graph.END).
+		Compile(graph.WithSaver(checkpoint.NewMemory()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := graph.Updates(noteMessages.Add(model.User("clean up"), model.Assistant("",
+		call("1", "delete_files", `{"path":"/tmp/a"}`), call("2", "delete_files", `{"path":"/tmp/b"}`))))
+	res, err := g.Invoke(ctx, in, graph.Thread("i"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Interrupted() || res.Interrupts[0].Value != "delete /tmp/a?" {
+		t.Fatalf("first pause: %+v", res.Interrupts)
+	}
+	res, err = g.Invoke(ctx, graph.Update[noteState]{}, graph.Thread("i"), graph.Resume("yes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Interrupted() || res.Interrupts[0].Value != "delete /tmp/b?" {
+		t.Fatalf("second pause: %+v", res.Interrupts)
+	}
+	res, err = g.Invoke(ctx, graph.Update[noteState]{}, graph.Thread("i"), graph.Resume("no"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := res.State.Messages
+	if res.Interrupted() || len(msgs) != 4 || msgs[2].Content != "/tmp/a: yes" || msgs[3].Content != "/tmp/b: no" {
+		t.Fatalf("after resuming: interrupted %v, messages %+v", res.Interrupted(), msgs)
+	}
+
+	// Without a run, Interrupt says why it cannot pause.
+	if _, err := approve.Call(context.Background(), []byte(`{"path":"x"}`)); !errors.Is(err, graph.ErrNotInRun) {
+		t.Fatalf("direct call: %v", err)
 	}
 }
