@@ -1,6 +1,5 @@
-// Package sandboxtool gives an agent graph a run_python tool backed by sandboxes: each thread of the graph
-// gets its own sandbox, found or created on first use, in which the model's programs run with a timeout.
-//
-// A Registry owns the thread-to-sandbox mapping over any sandbox.Backend, and Close deletes (or stops) what it
-// used, so a conversation's files last as long as the caller wants and no longer.
+// Package sandboxtool gives an agent graph the run_python tool: each graph thread gets a sandbox of its own,
+// found by name or created on first use, in which the model's programs run under a timeout.
+// A Registry owns that thread-to-sandbox mapping over any sandbox.Backend and deletes or stops, on Close,
+// every sandbox it handed out.
 package sandboxtool
