@@ -12,9 +12,10 @@ import (
 // Memory is a Saver that keeps every checkpoint of every thread in memory,
 // for tests, demos and short-lived processes. It implements Lister,
 // ThreadDeleter, ThreadCopier and ThreadLocker, and is safe for concurrent
-// use. Put and PutWrites store deep copies and Get and List return deep
-// copies, so neither the caller's values nor the stored ones can change
-// behind the other's back.
+// use. Put keeps a checkpoint in its binary form (Checkpoint.AppendBinary),
+// a fraction of the memory of its maps, PutWrites keeps copies, and Get and
+// List decode fresh values: neither the caller's values nor the stored ones
+// can change behind the other's back.
 //
 // Each thread has its own lock, so runs on different threads do not wait for
 // each other. Get of the latest checkpoint, Get by id and Put cost the same
