@@ -309,7 +309,7 @@ func TestFreePagesReused(t *testing.T) {
 	round := func(r int) {
 		thread := checkpoint.Config{ThreadID: "round-" + strconv.Itoa(r)}
 		cfg := thread
-		for i := range 200 {
+		for i := range 150 {
 			cfg, err = s.Put(ctx, cfg, &checkpoint.Checkpoint{Deltas: map[string][][]byte{"messages": {value}}}, checkpoint.Metadata{Step: i})
 			if err != nil {
 				t.Fatal(err)
@@ -337,7 +337,7 @@ func TestFreePagesReused(t *testing.T) {
 		round(r)
 	}
 	warm := size()
-	for r := 3; r < 15; r++ {
+	for r := 3; r < 10; r++ {
 		round(r)
 	}
 	if err := s.Close(); err != nil {
@@ -347,15 +347,15 @@ func TestFreePagesReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for r := 15; r < 25; r++ {
+	for r := 10; r < 16; r++ {
 		round(r)
 	}
 	final := size()
-	t.Logf("file size after 3 rounds %d, after 25 rounds %d", warm, final)
+	t.Logf("file size after 3 rounds %d, after 16 rounds %d", warm, final)
 	if final > warm+warm/4 {
 		t.Fatalf("file grew from %d to %d bytes over rounds that keep the same data: free pages are not reused", warm, final)
 	}
-	if tp, err := s.Get(ctx, checkpoint.Config{ThreadID: "steady"}); err != nil || string(tp.Checkpoint.Values["r"]) != "24" {
+	if tp, err := s.Get(ctx, checkpoint.Config{ThreadID: "steady"}); err != nil || string(tp.Checkpoint.Values["r"]) != "15" {
 		t.Fatalf("steady thread: %v %v", tp, err)
 	}
 }
