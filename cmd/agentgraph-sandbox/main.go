@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) == 0 {
 		return 2, errors.New("missing command: list, create, inspect, exec, stop, resume, delete, cat, put, ls, rm or gc")
 	}
-	b, err := local.New(local.WithRoot(*root), local.WithReapInterval(0))
+	b, err := local.New(local.WithRoot(*root), local.WithReapInterval(-1))
 	if err != nil {
 		return 1, err
 	}

@@ -64,8 +64,10 @@ func New(opts ...Option) (*Backend, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Backend{cfg: cfg, cancel: cancel, done: make(chan struct{}), running: map[string]*detached{}}
-	if _, err := b.Reap(ctx); err != nil {
-		cfg.logger.Warn("sandbox: reaping expired sandboxes failed", "err", err)
+	if cfg.reapInterval >= 0 {
+		if _, err := b.Reap(ctx); err != nil {
+			cfg.logger.Warn("sandbox: reaping expired sandboxes failed", "err", err)
+		}
 	}
 	go b.reaper(ctx)
 	return b, nil

@@ -41,13 +41,9 @@ func joinCgroups(id string, lim sandbox.Limits, pid int) error {
 	}
 	for _, c := range cgroupControllers {
 		dir := cgroupDir(c, id)
-		var err error
-		for range 5 { // another backend may remove the shared parent between our two mkdirs
-			if err = os.MkdirAll(dir, 0o755); !errors.Is(err, os.ErrNotExist) {
-				break
-			}
-		}
-		if err != nil {
+		// Limits are written every time, even into an existing cgroup: a concurrent command may have made
+		// it an instant ago and not have written them yet.
+		if _, err := mkCgroup(dir); err != nil {
 			return err
 		}
 		for name, v := range files[c] {
@@ -61,6 +57,26 @@ func joinCgroups(id string, lim sandbox.Limits, pid int) error {
 		}
 	}
 	return nil
+}
+
+// mkCgroup makes dir and reports whether it is new.
+func mkCgroup(dir string) (bool, error) {
+	for range 5 { // another backend may remove the shared parent between the two mkdirs
+		err := unix.Mkdir(dir, 0o755)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, unix.EEXIST):
+			return false, nil
+		case errors.Is(err, unix.ENOENT):
+			if err := unix.Mkdir(filepath.Dir(dir), 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+				return false, err
+			}
+		default:
+			return false, err
+		}
+	}
+	return false, fmt.Errorf("make cgroup %s: its parent keeps disappearing", dir)
 }
 
 // removeCgroups removes the sandbox's cgroups, waiting briefly for dying processes to leave them.

@@ -45,8 +45,8 @@ func WithPython(path string, args ...string) Option {
 	return func(c *config) { c.python = append([]string{path}, args...) }
 }
 
-// WithReapInterval sets how often sandboxes past their TTL are stopped; zero disables the periodic reaper
-// (New still reaps once).
+// WithReapInterval sets how often sandboxes past their TTL are stopped (default one minute). Zero keeps
+// only the reaping New does at start-up; a negative interval disables both, leaving it to Reap.
 func WithReapInterval(d time.Duration) Option { return func(c *config) { c.reapInterval = d } }
 
 // WithOutputLimit sets how many bytes of each of stdout and stderr a command keeps (its tail); default 1 MiB.
