@@ -18,7 +18,9 @@ var (
 // checkCodec fails for a key type that the codec cannot bring back as it
 // was, so that a bad state type fails at Compile and not at step 37. For the
 // JSON codec it walks the type: functions, channels, complex numbers,
-// interfaces and unexported struct fields do not survive a round trip.
+// interfaces with methods and unexported struct fields do not survive a
+// round trip. A field of type any is allowed: it comes back holding JSON's
+// types (map[string]any, []any, float64, string, bool).
 // Other codecs round-trip the zero value.
 func checkCodec(c checkpoint.Codec, t reflect.Type) error {
 	if c == checkpoint.JSON {
@@ -49,7 +51,12 @@ func checkJSONType(t reflect.Type, seen map[reflect.Type]bool, path string) erro
 	case reflect.Func, reflect.Chan, reflect.Complex64, reflect.Complex128, reflect.UnsafePointer:
 		return fmt.Errorf("%s is a %s, which JSON cannot encode", path, t.Kind())
 	case reflect.Interface:
-		return fmt.Errorf("%s is an interface (%s): JSON decodes it as a map or a float64, not as the value stored; use a concrete type, or a type with UnmarshalJSON", path, t)
+		if t.NumMethod() == 0 {
+			// any holds JSON-shaped data (maps, slices, strings, numbers)
+			// and comes back as JSON's types: documented, not an error.
+			return nil
+		}
+		return fmt.Errorf("%s is an interface (%s): JSON cannot decode into it; use a concrete type, or a type with UnmarshalJSON", path, t)
 	case reflect.Pointer, reflect.Slice, reflect.Array:
 		return checkJSONType(t.Elem(), seen, path+"[]")
 	case reflect.Map:
