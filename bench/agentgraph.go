@@ -272,5 +272,3 @@ func agWide(w Workload, opts []graph.CompileOption, runOpts func() []graph.RunOp
 		return len(m), err
 	}, nil
 }
-
-func (agentgraph) Growth(context.Context, int, func()) error { return ErrNotYet }
