@@ -24,7 +24,8 @@ type Backend struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	mu      sync.Mutex
-	running map[string]*detached // detached commands started by this process, by command id
+	running map[string]*detached  // detached commands started by this process, by command id
+	watches map[string]*diskWatch // disk-quota watches of sandboxes with running commands, by sandbox id
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -63,7 +64,8 @@ func New(opts ...Option) (*Backend, error) {
 		cfg.cgroups = false
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &Backend{cfg: cfg, cancel: cancel, done: make(chan struct{}), running: map[string]*detached{}}
+	b := &Backend{cfg: cfg, cancel: cancel, done: make(chan struct{}), running: map[string]*detached{},
+		watches: map[string]*diskWatch{}}
 	if cfg.reapInterval >= 0 {
 		if _, err := b.Reap(ctx); err != nil {
 			cfg.logger.Warn("sandbox: reaping expired sandboxes failed", "err", err)

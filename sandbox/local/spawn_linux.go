@@ -265,8 +265,8 @@ func (p *proc) supervise(ctx context.Context, timeout time.Duration) {
 		defer t.Stop()
 		timer = t.C
 	}
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
+	unwatch := p.s.b.watchDisk(p)
+	defer unwatch()
 	done := ctx.Done()
 	for {
 		select {
@@ -286,11 +286,6 @@ func (p *proc) supervise(ctx context.Context, timeout time.Duration) {
 		case <-timer:
 			p.timedOut.Store(true)
 			p.kill()
-		case <-tick.C:
-			if used, err := p.s.diskUsage(); err == nil && used > p.quota {
-				p.quotaHit.Store(true)
-				p.kill()
-			}
 		}
 	}
 }
