@@ -93,11 +93,13 @@ type Registry struct {
 	closing bool
 }
 
-// entry is one thread's sandbox; ready closes when the lookup ends, and then sb or err is set.
+// entry is one thread's sandbox; ready closes when the lookup ends, and then sb or err is set. turn holds a
+// token while a program runs, since programs share main.py.
 type entry struct {
 	ready chan struct{}
 	sb    sandbox.Sandbox
 	err   error
+	turn  chan struct{}
 }
 
 // New returns a Registry over backend.
@@ -127,6 +129,15 @@ func (r *Registry) Name(threadID string) string { return r.prefix + threadID }
 // Sandbox returns thread's sandbox: the one this Registry already holds, else the backend's running or
 // stopped sandbox with the thread's name (resumed if stopped), else a new one.
 func (r *Registry) Sandbox(ctx context.Context, threadID string) (sandbox.Sandbox, error) {
+	e, err := r.entry(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	return e.sb, nil
+}
+
+// entry returns thread's entry once its lookup has succeeded.
+func (r *Registry) entry(ctx context.Context, threadID string) (*entry, error) {
 	if threadID == "" {
 		return nil, fmt.Errorf("sandboxtool: empty thread id: pass the graph thread the sandbox belongs to")
 	}
@@ -137,7 +148,7 @@ func (r *Registry) Sandbox(ctx context.Context, threadID string) (sandbox.Sandbo
 	}
 	e, ok := r.threads[threadID]
 	if !ok {
-		e = &entry{ready: make(chan struct{})}
+		e = &entry{ready: make(chan struct{}), turn: make(chan struct{}, 1)}
 		r.threads[threadID] = e
 		r.order = append(r.order, threadID)
 		// The lookup runs on its own, so that a caller who gives up neither cancels it for the others
@@ -147,7 +158,10 @@ func (r *Registry) Sandbox(ctx context.Context, threadID string) (sandbox.Sandbo
 	r.mu.Unlock()
 	select {
 	case <-e.ready:
-		return e.sb, e.err
+		if e.err != nil {
+			return nil, e.err
+		}
+		return e, nil
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}

@@ -35,7 +35,7 @@ type RunPythonArgs struct {
 // then a newline and the last OutputLimit characters of stdout followed by stderr, the whole trimmed of
 // surrounding white space. A program that fails is an answer, not an error. A call without a thread id, or
 // whose sandbox cannot be had, returns an error, which a ToolNode hands back to the model as an error tool
-// message. A sandbox found stopped (its TTL passed) is resumed, and one deleted behind the Registry's back is
+// message. Calls on one thread run one at a time, since they share main.py. A sandbox found stopped (its TTL passed) is resumed, and one deleted behind the Registry's back is
 // replaced, once per call.
 func (r *Registry) RunPython() *prebuilt.Tool {
 	return prebuilt.MustTool(ToolName, toolDescription, func(ctx context.Context, a RunPythonArgs) (string, error) {
@@ -58,11 +58,13 @@ func (r *Registry) Run(ctx context.Context, code string) (string, error) {
 	var res sandbox.ExecResult
 	var sb sandbox.Sandbox
 	for attempt := 0; ; attempt++ {
-		sb, err = r.Sandbox(ctx, threadID)
+		var e *entry
+		e, err = r.entry(ctx, threadID)
 		if err != nil {
 			return "", err
 		}
-		res, err = runMain(ctx, sb, code, timeout)
+		sb = e.sb
+		res, err = e.runMain(ctx, code, timeout)
 		if err == nil || attempt > 0 {
 			break
 		}
@@ -88,11 +90,19 @@ func (r *Registry) Run(ctx context.Context, code string) (string, error) {
 	return Format(sb.ID(), res), nil
 }
 
-func runMain(ctx context.Context, sb sandbox.Sandbox, code string, timeout time.Duration) (sandbox.ExecResult, error) {
-	if err := sb.WriteFile(ctx, "main.py", []byte(code)); err != nil {
+// runMain writes code to main.py and runs it. Calls on one thread take turns, or one call's program could
+// overwrite main.py before the other's python3 reads it.
+func (e *entry) runMain(ctx context.Context, code string, timeout time.Duration) (sandbox.ExecResult, error) {
+	select {
+	case e.turn <- struct{}{}:
+		defer func() { <-e.turn }()
+	case <-ctx.Done():
+		return sandbox.ExecResult{}, context.Cause(ctx)
+	}
+	if err := e.sb.WriteFile(ctx, "main.py", []byte(code)); err != nil {
 		return sandbox.ExecResult{}, err
 	}
-	return sb.Exec(ctx, "python3 main.py", sandbox.ExecOptions{Timeout: timeout})
+	return e.sb.Exec(ctx, "python3 main.py", sandbox.ExecOptions{Timeout: timeout})
 }
 
 // Format renders a run as the tool answers it: "[id] exit code N" or "[id] timed out", a newline, and the
