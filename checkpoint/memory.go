@@ -34,10 +34,20 @@ type memThread struct {
 	spaces  map[string]*memSpace
 }
 
-// memSpace is one namespace of a thread.
+// memSpace is one namespace of a thread: its records sorted by id, so the
+// latest is the last, a checkpoint is found by binary search, and a new one,
+// whose id sorts last, is appended. A slice of pointers costs far less to
+// grow than a map.
 type memSpace struct {
-	ids  []string // sorted ascending; the last is the latest
-	recs map[string]*memRecord
+	recs []*memRecord
+}
+
+func (sp *memSpace) find(id string) (int, bool) {
+	n := len(sp.recs)
+	if n > 0 && sp.recs[n-1].id == id {
+		return n - 1, true
+	}
+	return slices.BinarySearchFunc(sp.recs, id, func(r *memRecord, id string) int { return cmp.Compare(r.id, id) })
 }
 
 // memRecord is one stored checkpoint. The checkpoint is kept in its binary
@@ -113,13 +123,13 @@ func (m *Memory) Get(ctx context.Context, cfg Config) (*Tuple, error) {
 	var rec memRecord
 	var ok bool
 	if sp != nil {
-		id := cfg.CheckpointID
-		if id == "" && len(sp.ids) > 0 {
-			id = sp.ids[len(sp.ids)-1]
+		i := len(sp.recs) - 1
+		ok = i >= 0
+		if cfg.CheckpointID != "" {
+			i, ok = sp.find(cfg.CheckpointID)
 		}
-		var r *memRecord
-		if r, ok = sp.recs[id]; ok {
-			rec = *r
+		if ok {
+			rec = *sp.recs[i]
 		}
 	}
 	t.mu.RUnlock()
@@ -166,18 +176,17 @@ func (m *Memory) Put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadat
 	defer t.mu.Unlock()
 	sp := t.spaces[cfg.Namespace]
 	if sp == nil {
-		sp = &memSpace{recs: make(map[string]*memRecord)}
+		sp = &memSpace{}
 		t.spaces[cfg.Namespace] = sp
 	}
-	if old, ok := sp.recs[id]; ok {
-		rec.writes = old.writes
-	} else if n := len(sp.ids); n == 0 || sp.ids[n-1] < id {
-		sp.ids = append(sp.ids, id)
+	if n := len(sp.recs); n == 0 || sp.recs[n-1].id < id {
+		sp.recs = append(sp.recs, rec)
+	} else if i, found := sp.find(id); found {
+		rec.writes = sp.recs[i].writes
+		sp.recs[i] = rec
 	} else {
-		i, _ := slices.BinarySearch(sp.ids, id)
-		sp.ids = slices.Insert(sp.ids, i, id)
+		sp.recs = slices.Insert(sp.recs, i, rec)
 	}
-	sp.recs[id] = rec
 	return Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: id}, nil
 }
 
@@ -234,10 +243,11 @@ func (m *Memory) PutWrites(ctx context.Context, cfg Config, taskID string, write
 	if sp == nil {
 		return writesNotFound(cfg)
 	}
-	rec, ok := sp.recs[cfg.CheckpointID]
+	i, ok := sp.find(cfg.CheckpointID)
 	if !ok {
 		return writesNotFound(cfg)
 	}
+	rec := sp.recs[i]
 	merged := slices.Clone(rec.writes)
 	for _, w := range ws {
 		i, found := slices.BinarySearchFunc(merged, w, CompareWrites)
@@ -251,7 +261,7 @@ func (m *Memory) PutWrites(ctx context.Context, cfg Config, taskID string, write
 	// Replace, never modify: readers may hold the old slice.
 	nrec := *rec
 	nrec.writes = merged
-	sp.recs[cfg.CheckpointID] = &nrec
+	sp.recs[i] = &nrec
 	return nil
 }
 
@@ -317,13 +327,13 @@ func (m *Memory) List(ctx context.Context, cfg Config, opts ListOptions) iter.Se
 			found := false
 			t.mu.RLock()
 			if sp := t.spaces[cfg.Namespace]; sp != nil {
-				i := len(sp.ids)
+				i := len(sp.recs)
 				if cursor != "" {
-					i, _ = slices.BinarySearch(sp.ids, cursor)
+					i, _ = sp.find(cursor)
 				}
 				for i > 0 {
 					i--
-					r := sp.recs[sp.ids[i]]
+					r := sp.recs[i]
 					if r.md.Matches(opts.Filter) {
 						rec, found = *r, true
 						break
@@ -394,11 +404,7 @@ func (m *Memory) CopyThread(ctx context.Context, src, dst string) error {
 	nt := &memThread{spaces: make(map[string]*memSpace)}
 	st.mu.RLock()
 	for ns, sp := range st.spaces {
-		nsp := &memSpace{ids: slices.Clone(sp.ids), recs: make(map[string]*memRecord, len(sp.recs))}
-		for id, r := range sp.recs {
-			nsp.recs[id] = r
-		}
-		nt.spaces[ns] = nsp
+		nt.spaces[ns] = &memSpace{recs: slices.Clone(sp.recs)}
 	}
 	st.mu.RUnlock()
 	if len(nt.spaces) == 0 {
