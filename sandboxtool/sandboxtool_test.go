@@ -230,7 +230,7 @@ func TestConcurrentCallsShareOneSandbox(t *testing.T) {
 	b := openBackend(t, t.TempDir())
 	reg := sandboxtool.New(b)
 	closeAll(t, reg)
-	const threads, perThread = 3, 12
+	const threads, perThread = 3, 32
 	ids := make([][]string, threads)
 	var wg sync.WaitGroup
 	errs := make(chan error, threads*perThread)

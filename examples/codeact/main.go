@@ -2,6 +2,7 @@
 // run_python tool, one sandbox per graph thread, four scenarios, then every sandbox cleaned up.
 //
 //	go run ./examples/codeact [-progress] [-keep] [-db threads.db] [-model scripted|<model name>] [-backend local]
+//	                       [-sandbox-root dir]
 //
 // With -model set to a model name the agent calls an OpenAI-compatible endpoint (OPENAI_API_KEY,
 // OPENAI_BASE_URL) instead of the scripted stand-in; nothing else changes.
