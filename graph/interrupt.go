@@ -44,6 +44,8 @@ func Interrupt(ctx context.Context, value any) (any, error) {
 	if !t.run.saver {
 		return nil, fmt.Errorf("graph: Interrupt in node %q: %w", t.node, ErrNoSaver)
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	k := t.calls
 	t.calls++
 	if k < len(t.resume) {
@@ -52,6 +54,14 @@ func Interrupt(ctx context.Context, value any) (any, error) {
 	in := Interruption{ID: interruptID(t.id, k), Value: value, Node: t.node, TaskID: t.id}
 	t.raised = append(t.raised, in)
 	return nil, &interruptSignal{in: in}
+}
+
+// IsInterrupt reports whether err is (or wraps) the error Interrupt returns
+// to pause a run, so code between a node and Interrupt (a tool runner, a
+// retry loop) can pass it on instead of treating it as a failure.
+func IsInterrupt(err error) bool {
+	var s *interruptSignal
+	return errors.As(err, &s)
 }
 
 // interruptID is stable for a task and the index of its Interrupt call, so a

@@ -66,6 +66,10 @@ type persister[S any] struct {
 	seen     map[string]map[string]uint64
 	diffSize int
 	dirty    bool
+	// exit durability keeps the run's writes per key and encodes them once,
+	// when the checkpoint is stored: as deltas while they stay small,
+	// otherwise as the key's whole value.
+	held map[AnyKey[S]]*heldWrites[S]
 
 	queue chan func() error
 	wg    sync.WaitGroup
@@ -73,6 +77,15 @@ type persister[S any] struct {
 	err   error
 	ok    bool // the run's state matches what is stored
 }
+
+type heldWrites[S any] struct {
+	ws    []Write[S]
+	whole bool
+}
+
+// heldBudget bounds the encoded deltas a key may store at the end of an
+// exit-durability run before its whole value is stored instead.
+const heldBudget = 64 << 10
 
 type loadedState[S any] struct {
 	threadState[S]
@@ -321,6 +334,22 @@ func (p *persister[S]) record(k AnyKey[S], s *S, ws []Write[S], version uint64) 
 			whole = true
 		}
 	}
+	if p.durability == DurabilityExit {
+		if p.held == nil {
+			p.held = map[AnyKey[S]]*heldWrites[S]{}
+		}
+		h := p.held[k]
+		if h == nil {
+			h = &heldWrites[S]{}
+			p.held[k] = h
+		}
+		if whole || h.whole {
+			h.whole, h.ws = true, nil
+		} else {
+			h.ws = append(h.ws, ws...)
+		}
+		return nil
+	}
 	if whole {
 		b, err := k.encodeValue(s, p.codec)
 		if err != nil {
@@ -470,7 +499,57 @@ func (p *persister[S]) flushExit(_ context.Context) error {
 	if !p.dirty {
 		return nil
 	}
+	if err := p.encodeHeld(); err != nil {
+		return err
+	}
 	return p.store(p.build(p.r, p.head, p.pendNext), p.pendMeta)
+}
+
+// encodeHeld turns the writes an exit-durability run held into the
+// checkpoint's values and deltas. A thread's first checkpoint is full, so
+// then nothing needs encoding here.
+func (p *persister[S]) encodeHeld() error {
+	held := p.held
+	p.held = nil
+	if p.cfg.CheckpointID == "" {
+		return nil
+	}
+	for k, h := range held {
+		name := k.Name()
+		if !h.whole {
+			var enc [][]byte
+			size := 0
+			for _, w := range h.ws {
+				b, err := k.encodeWrite(w, p.codec)
+				if err != nil {
+					return fmt.Errorf("graph: encoding a write to key %q: %w", name, err)
+				}
+				enc = append(enc, b)
+				if size += len(b); size > heldBudget {
+					enc = nil
+					break
+				}
+			}
+			if enc != nil {
+				if p.deltas == nil {
+					p.deltas = map[string][][]byte{}
+				}
+				p.deltas[name] = enc
+				p.diffSize += size
+				continue
+			}
+		}
+		b, err := k.encodeValue(&p.r.state, p.codec)
+		if err != nil {
+			return fmt.Errorf("graph: encoding key %q: %w", name, err)
+		}
+		if p.values == nil {
+			p.values = map[string][]byte{}
+		}
+		p.values[name] = b
+		p.diffSize += len(b)
+	}
+	return nil
 }
 
 // saveTasks stores, against the checkpoint that planned the step, what each

@@ -26,6 +26,7 @@ type taskKey struct{}
 // taskCtx is what a node's context carries: where it runs, and the scratch
 // state of Interrupt.
 type taskCtx struct {
+	mu     sync.Mutex // Interrupt may be called from the node's goroutines
 	run    *runShared
 	node   string
 	step   int

@@ -30,6 +30,20 @@ func (u Update[S]) Send(sends ...Send[S]) Update[S] {
 // Writes returns the writes of u.
 func (u Update[S]) Writes() []Write[S] { return u.writes }
 
+// Gotos returns the nodes u routes to.
+func (u Update[S]) Gotos() []string { return u.gotos }
+
+// Sends returns the Sends u schedules.
+func (u Update[S]) Sends() []Send[S] { return u.sends }
+
+// Merge returns u with the writes, gotos and sends of v appended.
+func (u Update[S]) Merge(v Update[S]) Update[S] {
+	u.writes = append(u.writes[:len(u.writes):len(u.writes)], v.writes...)
+	u.gotos = append(u.gotos[:len(u.gotos):len(u.gotos)], v.gotos...)
+	u.sends = append(u.sends[:len(u.sends):len(u.sends)], v.sends...)
+	return u
+}
+
 // Send runs Node in the next step with State as its input instead of the
 // graph's state; the node's writes are reduced into the graph's state like
 // any other (map-reduce). A Node receives one task per Send.
