@@ -26,6 +26,10 @@ type Backend struct {
 	mu      sync.Mutex
 	running map[string]*detached  // detached commands started by this process, by command id
 	watches map[string]*diskWatch // disk-quota watches of sandboxes with running commands, by sandbox id
+
+	zmu    sync.Mutex
+	zyg    *zygote // started at the first command
+	closed bool
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -75,7 +79,8 @@ func New(opts ...Option) (*Backend, error) {
 	return b, nil
 }
 
-// Close stops the periodic reaper and kills the detached commands this backend started. Sandboxes stay.
+// Close stops the periodic reaper, kills the detached commands this backend started and ends its zygote
+// process (and with it any command still running). Sandboxes stay.
 func (b *Backend) Close() error {
 	b.cancel()
 	<-b.done
@@ -88,6 +93,14 @@ func (b *Backend) Close() error {
 	for _, d := range ds {
 		d.kill()
 		<-d.exited
+	}
+	b.zmu.Lock()
+	b.closed = true
+	z := b.zyg
+	b.zyg = nil
+	b.zmu.Unlock()
+	if z != nil {
+		z.close()
 	}
 	return nil
 }

@@ -33,11 +33,16 @@ const sandboxUID = 1000
 var initCalled atomic.Bool
 
 // Init must be the first statement of main (and of TestMain in tests). In the ordinary process it returns at
-// once; in the re-executed isolation helper it sets the sandbox up and replaces itself with the command, so it
-// never returns there. Create fails with a clear error when Init was not called.
+// once. The program is re-executed twice over: as the zygote, a small process that forks helpers, and as the
+// isolation helper, which sets a sandbox up and replaces itself with the command; in both Init never
+// returns. Create fails with a clear error when Init was not called.
 func Init() {
 	initCalled.Store(true)
-	if len(os.Args) == 0 || os.Args[0] != helperArg0 || os.Getenv("AGENTGRAPH_SANDBOX_HELPER") != "1" {
+	if len(os.Args) == 1 && os.Args[0] == zygoteArg0 && os.Getenv("AGENTGRAPH_SANDBOX_ZYGOTE") == "1" {
+		zygoteMain()
+		os.Exit(0)
+	}
+	if len(os.Args) != 1 || os.Args[0] != helperArg0 || os.Getenv("AGENTGRAPH_SANDBOX_HELPER") != "1" {
 		return
 	}
 	runtime.LockOSThread()

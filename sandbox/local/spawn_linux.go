@@ -24,7 +24,6 @@ import (
 // proc is one command's isolation helper, from start to exit.
 type proc struct {
 	s              *sbx
-	cmd            *exec.Cmd
 	command        string
 	stdout, stderr *tailBuffer
 	started        time.Time
@@ -37,6 +36,10 @@ type proc struct {
 	quota          int64
 	duration       time.Duration
 	exitCode       int
+
+	pid    int
+	signal func()                    // SIGKILL to the helper (pid 1 of its namespace) or the unsafe group
+	await  func() syscall.WaitStatus // blocks until the process exited and its output is drained
 }
 
 const pathEnv = "/opt/agentgraph/bin:/home/user/.local/bin:/usr/local/bin:/usr/bin:/bin"
@@ -158,47 +161,73 @@ func (p *proc) spawn(m *meta, env []string, cwd string, diskLeft int64, timeout 
 	if !m.HostNetwork {
 		cloneflags |= syscall.CLONE_NEWNET
 	}
-	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       []string{helperArg0},
-		Env:        []string{"AGENTGRAPH_SANDBOX_HELPER=1", "GOMAXPROCS=1"},
-		Dir:        "/",
-		Stdout:     p.stdout,
-		Stderr:     p.stderr,
-		ExtraFiles: []*os.File{cfgR, errW, homeF, tmpF},
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:  cloneflags,
-			UidMappings: []syscall.SysProcIDMap{{ContainerID: sandboxUID, HostID: m.HostUID, Size: 1}},
-			GidMappings: []syscall.SysProcIDMap{{ContainerID: sandboxUID, HostID: hostGID(m.HostUID), Size: 1}},
-			// setgroups stays denied, so the sandbox cannot drop a group the host uses to deny access.
-			GidMappingsEnableSetgroups: false,
-			// The helper is the sandbox user from the start; the namespace capabilities it needs to build the
-			// root survive its execve as ambient capabilities, and it drops them all before the final exec.
-			Credential:  &syscall.Credential{Uid: sandboxUID, Gid: sandboxUID, NoSetGroups: true},
-			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP},
-			Pdeathsig:   syscall.SIGKILL,
-			Setsid:      true,
-		},
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		cfgR.Close()
+		errW.Close()
+		return err
 	}
-	err = cmd.Start()
+	errOutR, errOutW, err := os.Pipe()
+	if err != nil {
+		cfgR.Close()
+		errW.Close()
+		outR.Close()
+		outW.Close()
+		return err
+	}
+	z, err := s.b.zygote()
+	var st zstart
+	var exited <-chan syscall.WaitStatus
+	if err == nil {
+		st, exited = z.spawn(zmsg{Cloneflags: cloneflags, HostUID: m.HostUID, HostGID: hostGID(m.HostUID)},
+			[]*os.File{outW, errOutW, cfgR, errW, homeF, tmpF})
+		err = st.err
+	}
 	cfgR.Close()
 	errW.Close()
+	outW.Close()
+	errOutW.Close()
 	if err != nil {
+		outR.Close()
+		errOutR.Close()
 		return fmt.Errorf("%w: start the isolation helper: %v (does this kernel allow user namespaces?)", sandbox.ErrUnsupported, err)
 	}
-	p.cmd = cmd
 	p.started = time.Now()
+	p.pid = st.pid
+	var copying sync.WaitGroup
+	copying.Go(func() { io.Copy(p.stdout, outR); outR.Close() })
+	copying.Go(func() { io.Copy(p.stderr, errOutR); errOutR.Close() })
+	var pidfdMu sync.Mutex
+	pidfd := st.pidfd
+	p.signal = func() {
+		pidfdMu.Lock()
+		defer pidfdMu.Unlock()
+		if pidfd != nil {
+			unix.PidfdSendSignal(int(pidfd.Fd()), unix.SIGKILL, nil, 0)
+		}
+	}
+	p.await = func() syscall.WaitStatus {
+		ws := <-exited
+		copying.Wait()
+		pidfdMu.Lock()
+		if pidfd != nil {
+			pidfd.Close()
+			pidfd = nil
+		}
+		pidfdMu.Unlock()
+		return ws
+	}
 	fail := func(e error) error {
-		cmd.Process.Kill()
-		cmd.Wait()
+		p.kill()
+		p.await()
 		return e
 	}
 	if s.b.cfg.cgroups {
-		if err := joinCgroups(s.id, m.Limits, cmd.Process.Pid); err != nil {
+		if err := joinCgroups(s.id, m.Limits, p.pid); err != nil {
 			return fail(fmt.Errorf("limit %s with cgroups: %w (or use local.WithoutCgroups)", s.id, err))
 		}
 	}
-	rec, err := runRecord(cmd.Process.Pid)
+	rec, err := runRecord(p.pid)
 	if err == nil {
 		err = os.WriteFile(filepath.Join(s.runDir(), rec), nil, 0o600)
 	}
@@ -257,8 +286,8 @@ func (p *proc) removeRecord() {
 
 // supervise waits for the helper and kills it on timeout, cancellation or a full disk.
 func (p *proc) supervise(ctx context.Context, timeout time.Duration) {
-	waitErr := make(chan error, 1)
-	go func() { waitErr <- p.cmd.Wait() }()
+	waitErr := make(chan syscall.WaitStatus, 1)
+	go func() { waitErr <- p.await() }()
 	var timer <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -270,11 +299,11 @@ func (p *proc) supervise(ctx context.Context, timeout time.Duration) {
 	done := ctx.Done()
 	for {
 		select {
-		case <-waitErr:
+		case ws := <-waitErr:
 			p.duration = time.Since(p.started)
-			p.exitCode = exitCode(p.cmd.ProcessState)
+			p.exitCode = exitCode(ws)
 			if p.s.b.cfg.unsafeNoIso {
-				syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // what it left in its process group
+				syscall.Kill(-p.pid, syscall.SIGKILL) // what it left in its process group
 			}
 			p.removeRecord()
 			close(p.exited)
@@ -292,21 +321,16 @@ func (p *proc) supervise(ctx context.Context, timeout time.Duration) {
 
 // kill ends the command: SIGKILL to pid 1 of its namespace takes every process in it along.
 func (p *proc) kill() {
-	p.killOnce.Do(func() {
-		if p.s.b.cfg.unsafeNoIso {
-			syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // no pid namespace: kill the process group
-		}
-		p.cmd.Process.Kill()
-	})
+	p.killOnce.Do(p.signal)
 }
 
 func (p *proc) wait() { <-p.exited }
 
-func exitCode(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+func exitCode(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
-	return ps.ExitCode()
+	return ws.ExitStatus()
 }
 
 func (p *proc) result() sandbox.ExecResult {
@@ -490,7 +514,15 @@ func (p *proc) spawnUnsafe(m *meta, env []string, cwd string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start command in %s: %w", s.id, err)
 	}
-	p.cmd, p.started = cmd, time.Now()
+	p.started, p.pid = time.Now(), cmd.Process.Pid
+	p.signal = func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // no pid namespace: kill the process group
+		cmd.Process.Kill()
+	}
+	p.await = func() syscall.WaitStatus {
+		cmd.Wait()
+		return cmd.ProcessState.Sys().(syscall.WaitStatus)
+	}
 	if rec, err := runRecord(cmd.Process.Pid); err == nil {
 		p.record = rec
 		os.WriteFile(filepath.Join(s.runDir(), rec), nil, 0o600)
