@@ -51,7 +51,8 @@ func Interrupt(ctx context.Context, value any) (any, error) {
 	if k < len(t.resume) {
 		return t.resume[k], nil
 	}
-	in := Interruption{ID: interruptID(t.id, k), Value: value, Node: t.node, TaskID: t.id}
+	id := t.lockedID()
+	in := Interruption{ID: interruptID(id, k), Value: value, Node: t.node, TaskID: id}
 	t.raised = append(t.raised, in)
 	return nil, &interruptSignal{in: in}
 }

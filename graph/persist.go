@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -56,14 +55,14 @@ type persister[S any] struct {
 	cfg      checkpoint.Config // the last stored checkpoint: parent of the next
 	head     string            // the latest checkpoint, stored or (exit durability) not yet
 	pendMeta checkpoint.Metadata
-	pendNext []checkpoint.Task
+	pendNext []*task[S]
+	seenLog  []seenEntry
 	chain    chainInfo
 	lastStep int
 
 	values   map[string][]byte
 	deltas   map[string][][]byte
 	versions map[string]uint64
-	seen     map[string]map[string]uint64
 	diffSize int
 	dirty    bool
 	// exit durability keeps the run's writes per key and encodes them once,
@@ -119,7 +118,7 @@ func newPersister[S any](g *Graph[S], rc runConfig) *persister[S] {
 }
 
 func (p *persister[S]) resetDiff() {
-	p.values, p.deltas, p.versions, p.seen = nil, nil, nil, nil
+	p.values, p.deltas, p.versions, p.seenLog = nil, nil, nil, p.seenLog[:0]
 	p.diffSize, p.dirty = 0, false
 }
 
@@ -381,41 +380,70 @@ func (p *persister[S]) record(k AnyKey[S], s *S, ws []Write[S], version uint64) 
 }
 
 // commit ends a step: it makes the step's checkpoint and stores it as the
-// durability mode says. It returns the checkpoint's id, after which the next
-// tasks are named.
-func (p *persister[S]) commit(r *runner[S], source checkpoint.Source, ran, next []*task[S]) (string, error) {
+// durability mode says, and names the next tasks. With sync and async
+// durability a task is named after the checkpoint that planned it, so the
+// name survives a restart; with exit durability, which stores one
+// checkpoint at the end, after the run and the step.
+func (p *persister[S]) commit(r *runner[S], source checkpoint.Source, ran, next []*task[S]) error {
 	p.dirty = true
 	for _, t := range ran {
 		if t.node.idx >= 0 {
-			if p.seen == nil {
-				p.seen = make(map[string]map[string]uint64, len(ran))
-			}
-			p.seen[t.node.name] = map[string]uint64{"*": r.version}
+			p.seenLog = append(p.seenLog, seenEntry{t.node.name, r.version})
 		}
 	}
 	if err := p.recordBarriers(r); err != nil {
-		return "", err
+		return err
+	}
+	md := checkpoint.Metadata{Source: source, Step: r.step, RunID: p.runID, Extra: p.extra}
+	p.lastStep = r.step
+	if p.durability == DurabilityExit {
+		// One checkpoint stores the run: Seen is its last step's.
+		p.seenLog = p.seenLog[:0]
+		for _, t := range ran {
+			if t.node.idx >= 0 {
+				p.seenLog = append(p.seenLog, seenEntry{t.node.name, r.version})
+			}
+		}
+		for i, t := range next {
+			t.cx.tc.name(p.runID, r.step, i)
+		}
+		p.pendMeta, p.pendNext = md, next
+		return nil
 	}
 	id := checkpoint.NewID()
+	for i, t := range next {
+		t.cx.tc.name(id, -1, i)
+	}
+	tasks, err := p.planned(next)
+	if err != nil {
+		return err
+	}
+	p.head = id
+	return p.store(p.build(r, id, tasks), md)
+}
+
+type seenEntry struct {
+	node    string
+	version uint64
+}
+
+// planned describes the next tasks for a checkpoint.
+func (p *persister[S]) planned(next []*task[S]) ([]checkpoint.Task, error) {
+	if len(next) == 0 {
+		return nil, nil
+	}
 	tasks := make([]checkpoint.Task, len(next))
 	for i, t := range next {
-		tasks[i] = checkpoint.Task{ID: id + "/" + strconv.Itoa(i), Node: t.node.name}
+		tasks[i] = checkpoint.Task{ID: t.cx.tc.taskID(), Node: t.node.name}
 		if t.push {
 			b, err := p.codec.Marshal(&t.input)
 			if err != nil {
-				return "", fmt.Errorf("graph: encoding the Send to %q: %w", t.node.name, err)
+				return nil, fmt.Errorf("graph: encoding the Send to %q: %w", t.node.name, err)
 			}
 			tasks[i].Input = b
 		}
 	}
-	md := checkpoint.Metadata{Source: source, Step: r.step, RunID: p.runID, Extra: p.extra}
-	p.lastStep = r.step
-	p.head = id
-	if p.durability == DurabilityExit {
-		p.pendMeta, p.pendNext = md, tasks
-		return id, nil
-	}
-	return id, p.store(p.build(r, id, tasks), md)
+	return tasks, nil
 }
 
 func (p *persister[S]) recordBarriers(r *runner[S]) error {
@@ -441,9 +469,16 @@ func (p *persister[S]) recordBarriers(r *runner[S]) error {
 // build turns the diff since the last stored checkpoint into a checkpoint,
 // or into a full one when the chain asks for it (see maxChain).
 func (p *persister[S]) build(r *runner[S], id string, tasks []checkpoint.Task) *checkpoint.Checkpoint {
+	var seen map[string]map[string]uint64
+	if len(p.seenLog) > 0 {
+		seen = make(map[string]map[string]uint64, len(p.seenLog))
+		for _, e := range p.seenLog {
+			seen[e.node] = map[string]uint64{"*": e.version}
+		}
+	}
 	cp := &checkpoint.Checkpoint{
 		V: checkpoint.Version, ID: id, ParentID: p.cfg.CheckpointID, TS: time.Now().UTC(),
-		Values: p.values, Deltas: p.deltas, Versions: p.versions, Seen: p.seen, Tasks: tasks,
+		Values: p.values, Deltas: p.deltas, Versions: p.versions, Seen: seen, Tasks: tasks,
 	}
 	full := cp.ParentID == "" || p.chain.length+1 >= maxChain ||
 		p.chain.bytesSinceFull+p.diffSize >= max(p.chain.fullBytes, minFullBytes)
@@ -502,7 +537,12 @@ func (p *persister[S]) flushExit(_ context.Context) error {
 	if err := p.encodeHeld(); err != nil {
 		return err
 	}
-	return p.store(p.build(p.r, p.head, p.pendNext), p.pendMeta)
+	tasks, err := p.planned(p.pendNext)
+	if err != nil {
+		return err
+	}
+	p.head = checkpoint.NewID()
+	return p.store(p.build(p.r, p.head, tasks), p.pendMeta)
 }
 
 // encodeHeld turns the writes an exit-durability run held into the
@@ -570,20 +610,20 @@ func (p *persister[S]) saveTasks(r *runner[S], tasks []*task[S]) error {
 		var ws []checkpoint.PendingWrite
 		switch {
 		case t.err != nil:
-			ws = []checkpoint.PendingWrite{{TaskID: t.cx.tc.id, Index: errorWriteIndex, Channel: checkpoint.ErrorChannel, Value: []byte(t.err.Error())}}
+			ws = []checkpoint.PendingWrite{{TaskID: t.cx.tc.taskID(), Index: errorWriteIndex, Channel: checkpoint.ErrorChannel, Value: []byte(t.err.Error())}}
 		case t.interrupted:
 			b, err := p.codec.Marshal(t.cx.tc.raised)
 			if err != nil {
 				return err
 			}
-			ws = []checkpoint.PendingWrite{{TaskID: t.cx.tc.id, Index: interruptIndex, Channel: checkpoint.InterruptChannel, Value: b}}
+			ws = []checkpoint.PendingWrite{{TaskID: t.cx.tc.taskID(), Index: interruptIndex, Channel: checkpoint.InterruptChannel, Value: b}}
 		default:
 			var err error
 			if ws, err = p.taskWrites(t); err != nil {
 				return err
 			}
 		}
-		id := t.cx.tc.id
+		id := t.cx.tc.taskID()
 		if err := p.do(func() error { return p.saver.PutWrites(context.Background(), cfg, id, ws) }); err != nil {
 			return err
 		}
@@ -607,7 +647,7 @@ func (p *persister[S]) taskWrites(t *task[S]) ([]checkpoint.PendingWrite, error)
 		if w.isOverwrite() {
 			ch = overwritePrefix + ch
 		}
-		ws = append(ws, checkpoint.PendingWrite{TaskID: t.cx.tc.id, Index: i, Channel: ch, Value: b})
+		ws = append(ws, checkpoint.PendingWrite{TaskID: t.cx.tc.taskID(), Index: i, Channel: ch, Value: b})
 	}
 	names := make([]string, len(t.routes))
 	for i, ri := range t.routes {
@@ -617,13 +657,13 @@ func (p *persister[S]) taskWrites(t *task[S]) ([]checkpoint.PendingWrite, error)
 	if err != nil {
 		return nil, err
 	}
-	ws = append(ws, checkpoint.PendingWrite{TaskID: t.cx.tc.id, Index: len(t.upd.writes), Channel: routeChannel, Value: b})
+	ws = append(ws, checkpoint.PendingWrite{TaskID: t.cx.tc.taskID(), Index: len(t.upd.writes), Channel: routeChannel, Value: b})
 	for j, s := range t.sends {
 		b, err := p.codec.Marshal(sendRecord[S]{Node: s.Node, State: s.State})
 		if err != nil {
 			return nil, err
 		}
-		ws = append(ws, checkpoint.PendingWrite{TaskID: t.cx.tc.id, Index: len(t.upd.writes) + 1 + j, Channel: sendChannel, Value: b})
+		ws = append(ws, checkpoint.PendingWrite{TaskID: t.cx.tc.taskID(), Index: len(t.upd.writes) + 1 + j, Channel: sendChannel, Value: b})
 	}
 	return ws, nil
 }
@@ -637,8 +677,8 @@ func (p *persister[S]) saveResume(r *runner[S], t *task[S]) error {
 	}
 	cfg := p.cfg
 	cfg.CheckpointID = p.head
-	ws := []checkpoint.PendingWrite{{TaskID: t.cx.tc.id, Index: resumeWriteIndex, Channel: checkpoint.ResumeChannel, Value: b}}
-	return p.do(func() error { return p.saver.PutWrites(context.Background(), cfg, t.cx.tc.id, ws) })
+	ws := []checkpoint.PendingWrite{{TaskID: t.cx.tc.taskID(), Index: resumeWriteIndex, Channel: checkpoint.ResumeChannel, Value: b}}
+	return p.do(func() error { return p.saver.PutWrites(context.Background(), cfg, t.cx.tc.taskID(), ws) })
 }
 
 // restoreTasks rebuilds the tasks a checkpoint planned, with what its pending

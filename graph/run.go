@@ -26,17 +26,42 @@ type taskKey struct{}
 // taskCtx is what a node's context carries: where it runs, and the scratch
 // state of Interrupt.
 type taskCtx struct {
-	mu     sync.Mutex // Interrupt may be called from the node's goroutines
-	run    *runShared
-	node   string
-	step   int
-	id     string
-	resume []any
-	calls  int
-	raised []Interruption
+	mu      sync.Mutex // Interrupt may be called from the node's goroutines
+	run     *runShared
+	node    string
+	step    int
+	id      string
+	idBase  string
+	idStep  int
+	idIndex int
+	resume  []any
+	calls   int
+	raised  []Interruption
 }
 
-func (t *taskCtx) taskID() string { return t.id }
+// name sets the task's id to base/index, or base/step/index when step is
+// not negative, formatted only when asked for.
+func (t *taskCtx) name(base string, step, index int) {
+	t.id, t.idBase, t.idStep, t.idIndex = "", base, step, index
+}
+
+// taskID returns the task's id.
+func (t *taskCtx) taskID() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lockedID()
+}
+
+func (t *taskCtx) lockedID() string {
+	if t.id == "" && t.idBase != "" {
+		if t.idStep >= 0 {
+			t.id = t.idBase + "/" + strconv.Itoa(t.idStep) + "/" + strconv.Itoa(t.idIndex)
+		} else {
+			t.id = t.idBase + "/" + strconv.Itoa(t.idIndex)
+		}
+	}
+	return t.id
+}
 
 // taskContext is a task's context and its taskCtx in one allocation.
 type taskContext struct {
@@ -213,11 +238,9 @@ func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], o
 			return res, err
 		}
 		if r.p != nil {
-			id, err := r.p.commit(r, checkpoint.SourceInput, []*task[S]{start}, tasks)
-			if err != nil {
+			if err := r.p.commit(r, checkpoint.SourceInput, []*task[S]{start}, tasks); err != nil {
 				return res, err
 			}
-			r.assignTaskIDs(id, tasks)
 		}
 		r.emitValues()
 		r.step++
@@ -236,7 +259,7 @@ func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], o
 		if r.g.interruptBefore != nil && !(resuming && steps == 0) {
 			for _, t := range tasks {
 				if t.node.idx >= 0 && r.g.interruptBefore[t.node.idx] && !t.done {
-					in := []Interruption{{ID: interruptID(t.cx.tc.id, -1), Node: t.node.name, TaskID: t.cx.tc.id, When: "before"}}
+					in := []Interruption{{ID: interruptID(t.cx.tc.taskID(), -1), Node: t.node.name, TaskID: t.cx.tc.taskID(), When: "before"}}
 					r.emitInterrupts(in)
 					return r.result(in), nil
 				}
@@ -261,17 +284,15 @@ func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], o
 			return r.result(nil), err
 		}
 		if r.p != nil {
-			id, err := r.p.commit(r, checkpoint.SourceLoop, tasks, next)
-			if err != nil {
+			if err := r.p.commit(r, checkpoint.SourceLoop, tasks, next); err != nil {
 				return r.result(nil), err
 			}
-			r.assignTaskIDs(id, next)
 		}
 		r.emitStep(tasks)
 		if r.g.interruptAfter != nil && len(next) > 0 {
 			for _, t := range tasks {
 				if t.node.idx >= 0 && r.g.interruptAfter[t.node.idx] {
-					in := []Interruption{{ID: interruptID(t.cx.tc.id, -2), Node: t.node.name, TaskID: t.cx.tc.id, When: "after"}}
+					in := []Interruption{{ID: interruptID(t.cx.tc.taskID(), -2), Node: t.node.name, TaskID: t.cx.tc.taskID(), When: "after"}}
 					r.emitInterrupts(in)
 					return r.result(in), nil
 				}
@@ -285,15 +306,6 @@ func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], o
 
 func (r *runner[S]) result(in []Interruption) Result[S] {
 	return Result[S]{State: r.g.view(&r.state), Interrupts: in}
-}
-
-// assignTaskIDs names the planned tasks after the checkpoint that planned
-// them, so the names survive a restart.
-func (r *runner[S]) assignTaskIDs(cpID string, tasks []*task[S]) {
-	prefix := cpID + "/"
-	for i, t := range tasks {
-		t.cx.tc.id = prefix + strconv.Itoa(i)
-	}
 }
 
 // runTasks runs the step's tasks that are not already done: inline when
@@ -737,7 +749,7 @@ func (r *runner[S]) emitFromTask(t *taskCtx, mode Mode, data any) {
 }
 
 func (r *runner[S]) deliver(it streamItem) {
-	ev := Event[S]{Mode: it.mode, Step: it.t.step, Node: it.t.node, TaskID: it.t.id}
+	ev := Event[S]{Mode: it.mode, Step: it.t.step, Node: it.t.node, TaskID: it.t.taskID()}
 	if it.mode == ModeDebug {
 		ev.Debug = it.data.(*DebugInfo)
 	} else {
@@ -771,7 +783,7 @@ func (r *runner[S]) emitStep(tasks []*task[S]) {
 			for _, w := range t.upd.writes {
 				m[w.key().Name()] = w.value()
 			}
-			r.send(Event[S]{Mode: ModeUpdates, Step: r.step, Node: t.node.name, TaskID: t.cx.tc.id, Update: m})
+			r.send(Event[S]{Mode: ModeUpdates, Step: r.step, Node: t.node.name, TaskID: t.cx.tc.taskID(), Update: m})
 		}
 	}
 	if r.rc.modes&ModeDebug != 0 {

@@ -95,7 +95,7 @@ func (r *runner[S]) snapshot(st *loadedState[S]) (Snapshot[S], error) {
 		}
 	}
 	for _, tk := range tasks {
-		info := TaskInfo{ID: tk.cx.tc.id, Node: tk.node.name, Done: tk.done, Err: failed[tk.cx.tc.id], Interrupts: tk.cx.tc.raised}
+		info := TaskInfo{ID: tk.cx.tc.taskID(), Node: tk.node.name, Done: tk.done, Err: failed[tk.cx.tc.taskID()], Interrupts: tk.cx.tc.raised}
 		snap.Tasks = append(snap.Tasks, info)
 		snap.Next = append(snap.Next, tk.node.name)
 		snap.Interrupts = append(snap.Interrupts, tk.cx.tc.raised...)
@@ -166,7 +166,7 @@ func (g *Graph[S]) UpdateState(ctx context.Context, cfg checkpoint.Config, upd U
 	if err != nil {
 		return cfg, err
 	}
-	if _, err := r.p.commit(r, checkpoint.SourceUpdate, []*task[S]{t}, next); err != nil {
+	if err := r.p.commit(r, checkpoint.SourceUpdate, []*task[S]{t}, next); err != nil {
 		return cfg, err
 	}
 	if err := r.p.finish(ctx); err != nil {
