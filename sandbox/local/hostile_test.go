@@ -253,13 +253,13 @@ else:
 `, check: diskBounded},
 		{name: "disk fill with many files", timeout: 60 * time.Second, program: `
 os.makedirs("many", exist_ok=True)
-for i in range(200000):
+for i in range(30000):
     with open(f"many/{i}", "wb") as f:
-        f.write(b"\0" * 8192)
-escaped("wrote 200000 files")
+        f.write(b"\1" * 65536)
+escaped("wrote 30000 files")
 `, check: func(t *testing.T, s sandbox.Sandbox, r sandbox.ExecResult) {
 			if r.ExitCode == 0 {
-				t.Errorf("writing 1.6 GB in many files under a 64 MiB quota succeeded")
+				t.Errorf("writing 2 GB in many files under a 64 MiB quota succeeded")
 			}
 			diskBounded(t, s, r)
 			err := s.WriteFile(context.Background(), "more", make([]byte, 64<<20))
