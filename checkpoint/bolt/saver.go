@@ -216,6 +216,9 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 		if err != nil {
 			return err
 		}
+		// Checkpoint ids grow with time, so records arrive in key order:
+		// split pages nearly full instead of in half.
+		b.FillPercent = 0.95
 		return b.Put(key, rec)
 	})
 	if err != nil {
