@@ -215,12 +215,14 @@ func (v *validator) check(s *jsonschema.Schema, x any, path string) {
 			v.check(s.Items, e, fmt.Sprintf("%s[%d]", path, i))
 		}
 	case string:
-		n := uint64(utf8.RuneCountInString(x))
-		if s.MinLength != nil && n < *s.MinLength {
-			v.addf(path, "needs at least %d characters, got %d", *s.MinLength, n)
-		}
-		if s.MaxLength != nil && n > *s.MaxLength {
-			v.addf(path, "takes at most %d characters, got %d", *s.MaxLength, n)
+		if s.MinLength != nil || s.MaxLength != nil {
+			n := uint64(utf8.RuneCountInString(x))
+			if s.MinLength != nil && n < *s.MinLength {
+				v.addf(path, "needs at least %d characters, got %d", *s.MinLength, n)
+			}
+			if s.MaxLength != nil && n > *s.MaxLength {
+				v.addf(path, "takes at most %d characters, got %d", *s.MaxLength, n)
+			}
 		}
 		if s.Pattern != "" {
 			if re, err := regexp.Compile(s.Pattern); err == nil && !re.MatchString(x) {

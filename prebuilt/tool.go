@@ -27,6 +27,7 @@ type Tool struct {
 	schema      *jsonschema.Schema
 	params      json.RawMessage
 	result      reflect.Type
+	assign      assigner // nil: arguments decode through encoding/json
 	run         func(ctx context.Context, args json.RawMessage) (any, error)
 }
 
@@ -65,7 +66,7 @@ func NewTool[Args, Result any](name, description string, fn func(ctx context.Con
 	if err != nil {
 		return nil, fmt.Errorf("prebuilt: tool %q: encode schema: %w", name, err)
 	}
-	t := &Tool{name: name, description: description, schema: s, params: params, result: reflect.TypeFor[Result]()}
+	t := &Tool{name: name, description: description, schema: s, params: params, result: reflect.TypeFor[Result](), assign: assignerFor(reflect.TypeFor[Args]())}
 	t.run = func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var args Args
 		if err := t.decode(raw, &args); err != nil {
@@ -130,14 +131,16 @@ func (t *Tool) decode(raw json.RawMessage, dst any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage(`{}`)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var x any
-	if err := dec.Decode(&x); err != nil || dec.More() {
-		if err == nil {
-			err = errors.New("text follows the JSON value")
+	x, ok := parseArgs(raw)
+	if !ok {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&x); err != nil || dec.More() {
+			if err == nil {
+				err = errors.New("text follows the JSON value")
+			}
+			return &ArgumentError{Tool: t.name, Problems: []string{fmt.Sprintf("arguments are not valid JSON (%v); send one JSON object", err)}}
 		}
-		return &ArgumentError{Tool: t.name, Problems: []string{fmt.Sprintf("arguments are not valid JSON (%v); send one JSON object", err)}}
 	}
 	if s, ok := x.(string); ok {
 		// model.Arguments keeps argument text that is not JSON as a string.
@@ -147,6 +150,13 @@ func (t *Tool) decode(raw json.RawMessage, dst any) error {
 	v.check(t.schema, x, "")
 	if len(v.problems) > 0 {
 		return &ArgumentError{Tool: t.name, Problems: v.problems}
+	}
+	if t.assign != nil {
+		v := reflect.ValueOf(dst).Elem()
+		if t.assign(x, v) {
+			return nil
+		}
+		v.SetZero()
 	}
 	if err := json.Unmarshal(raw, dst); err != nil {
 		var te *json.UnmarshalTypeError

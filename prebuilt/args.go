@@ -1,0 +1,553 @@
+package prebuilt
+
+import (
+	"encoding"
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Tool arguments are decoded on every call, and a model's arguments run to
+// kilobytes (code, documents), so the common case is taken in one pass: the
+// text is parsed once into the tree the validator reads, and the tree is
+// assigned to the arguments struct without scanning the text again, sharing
+// its strings. Anything outside the common case (a syntax error, invalid
+// UTF-8, a type with its own UnmarshalJSON, a key matched only by case...)
+// goes to encoding/json, so results and error messages are encoding/json's.
+
+// parseArgs parses raw as one JSON value into the types encoding/json's
+// Decoder gives with UseNumber: map[string]any, []any, string, json.Number,
+// bool and nil. ok is false when raw is not something it takes on itself.
+func parseArgs(raw []byte) (x any, ok bool) {
+	p := argParser{b: raw}
+	p.space()
+	x, ok = p.value(0)
+	if !ok {
+		return nil, false
+	}
+	p.space()
+	return x, p.i == len(p.b)
+}
+
+type argParser struct {
+	b []byte
+	i int
+}
+
+// maxArgDepth bounds nesting; deeper text goes to encoding/json.
+const maxArgDepth = 1000
+
+func (p *argParser) space() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *argParser) value(depth int) (any, bool) {
+	if p.i >= len(p.b) || depth > maxArgDepth {
+		return nil, false
+	}
+	switch c := p.b[p.i]; {
+	case c == '{':
+		return p.object(depth)
+	case c == '[':
+		return p.array(depth)
+	case c == '"':
+		return p.str()
+	case c == '-' || c >= '0' && c <= '9':
+		return p.number()
+	case c == 't':
+		return true, p.word("true")
+	case c == 'f':
+		return false, p.word("false")
+	case c == 'n':
+		return nil, p.word("null")
+	}
+	return nil, false
+}
+
+func (p *argParser) word(w string) bool {
+	if len(p.b)-p.i < len(w) || string(p.b[p.i:p.i+len(w)]) != w {
+		return false
+	}
+	p.i += len(w)
+	return true
+}
+
+func (p *argParser) object(depth int) (any, bool) {
+	p.i++ // {
+	m := map[string]any{}
+	p.space()
+	if p.i < len(p.b) && p.b[p.i] == '}' {
+		p.i++
+		return m, true
+	}
+	for {
+		if p.i >= len(p.b) || p.b[p.i] != '"' {
+			return nil, false
+		}
+		k, ok := p.str()
+		if !ok {
+			return nil, false
+		}
+		p.space()
+		if p.i >= len(p.b) || p.b[p.i] != ':' {
+			return nil, false
+		}
+		p.i++
+		p.space()
+		v, ok := p.value(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		m[k.(string)] = v
+		p.space()
+		if p.i >= len(p.b) {
+			return nil, false
+		}
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+			p.space()
+		case '}':
+			p.i++
+			return m, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+func (p *argParser) array(depth int) (any, bool) {
+	p.i++ // [
+	a := []any{}
+	p.space()
+	if p.i < len(p.b) && p.b[p.i] == ']' {
+		p.i++
+		return a, true
+	}
+	for {
+		v, ok := p.value(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		a = append(a, v)
+		p.space()
+		if p.i >= len(p.b) {
+			return nil, false
+		}
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+			p.space()
+		case ']':
+			p.i++
+			return a, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// plain marks the bytes a string can hold as they are: printable ASCII
+// other than the quote and the backslash.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+func (p *argParser) str() (any, bool) {
+	start := p.i + 1
+	j := start
+	escaped, wide := false, false
+	for {
+		for j < len(p.b) && plain[p.b[j]] {
+			j++
+		}
+		if j >= len(p.b) {
+			return nil, false
+		}
+		switch c := p.b[j]; {
+		case c == '"':
+			p.i = j + 1
+			seg := p.b[start:j]
+			if wide && !utf8.Valid(seg) {
+				return nil, false // encoding/json replaces bad bytes
+			}
+			if escaped {
+				return unescape(seg)
+			}
+			return string(seg), true
+		case c == '\\':
+			escaped = true
+			j += 2
+		case c < 0x20:
+			return nil, false
+		default:
+			wide = true
+			j++
+		}
+	}
+}
+
+// unescape decodes the escapes of a string's body. Lone surrogates, which
+// encoding/json replaces, are left to it.
+func unescape(seg []byte) (any, bool) {
+	var sb strings.Builder
+	sb.Grow(len(seg))
+	for i := 0; i < len(seg); {
+		c := seg[i]
+		if c != '\\' {
+			k := i + 1
+			for k < len(seg) && seg[k] != '\\' {
+				k++
+			}
+			sb.Write(seg[i:k])
+			i = k
+			continue
+		}
+		if i+1 >= len(seg) {
+			return nil, false
+		}
+		switch seg[i+1] {
+		case '"', '\\', '/':
+			sb.WriteByte(seg[i+1])
+		case 'b':
+			sb.WriteByte('\b')
+		case 'f':
+			sb.WriteByte('\f')
+		case 'n':
+			sb.WriteByte('\n')
+		case 'r':
+			sb.WriteByte('\r')
+		case 't':
+			sb.WriteByte('\t')
+		case 'u':
+			r, ok := hex4(seg[i+2:])
+			if !ok {
+				return nil, false
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if r >= 0xDC00 || i+1 >= len(seg) || seg[i] != '\\' || seg[i+1] != 'u' {
+					return nil, false
+				}
+				r2, ok := hex4(seg[i+2:])
+				if !ok {
+					return nil, false
+				}
+				if r = utf16.DecodeRune(r, r2); r == utf8.RuneError {
+					return nil, false
+				}
+				i += 6
+			}
+			sb.WriteRune(r)
+			continue
+		default:
+			return nil, false
+		}
+		i += 2
+	}
+	return sb.String(), true
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+func (p *argParser) number() (any, bool) {
+	start := p.i
+	digits := func() int {
+		n := 0
+		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+			p.i++
+			n++
+		}
+		return n
+	}
+	if p.b[p.i] == '-' {
+		p.i++
+	}
+	if p.i < len(p.b) && p.b[p.i] == '0' {
+		p.i++
+	} else if digits() == 0 {
+		return nil, false
+	}
+	if p.i < len(p.b) && p.b[p.i] == '.' {
+		p.i++
+		if digits() == 0 {
+			return nil, false
+		}
+	}
+	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
+		p.i++
+		if p.i < len(p.b) && (p.b[p.i] == '+' || p.b[p.i] == '-') {
+			p.i++
+		}
+		if digits() == 0 {
+			return nil, false
+		}
+	}
+	return json.Number(p.b[start:p.i]), true
+}
+
+// assigner stores a parsed tree into a value of one Go type, as
+// json.Unmarshal would store the text; it returns false, leaving the value
+// partly set, on anything it does not take on itself.
+type assigner func(x any, v reflect.Value) bool
+
+var (
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// assignerFor returns the assigner of t, or nil when values of t are left
+// to encoding/json: interfaces, arrays, []byte, embedded structs, ",string"
+// fields, and types that decode themselves.
+func assignerFor(t reflect.Type) assigner {
+	if t.Implements(jsonUnmarshalerType) || t.Implements(textUnmarshalerType) ||
+		reflect.PointerTo(t).Implements(jsonUnmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return func(x any, v reflect.Value) bool {
+			switch x := x.(type) {
+			case string:
+				v.SetString(x)
+				return true
+			case nil:
+				return true
+			}
+			return false
+		}
+	case reflect.Bool:
+		return func(x any, v reflect.Value) bool {
+			switch x := x.(type) {
+			case bool:
+				v.SetBool(x)
+				return true
+			case nil:
+				return true
+			}
+			return false
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return func(x any, v reflect.Value) bool {
+			if x == nil {
+				return true
+			}
+			n, ok := x.(json.Number)
+			if !ok {
+				return false
+			}
+			i, err := strconv.ParseInt(string(n), 10, 64)
+			if err != nil || v.OverflowInt(i) {
+				return false
+			}
+			v.SetInt(i)
+			return true
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return func(x any, v reflect.Value) bool {
+			if x == nil {
+				return true
+			}
+			n, ok := x.(json.Number)
+			if !ok {
+				return false
+			}
+			u, err := strconv.ParseUint(string(n), 10, 64)
+			if err != nil || v.OverflowUint(u) {
+				return false
+			}
+			v.SetUint(u)
+			return true
+		}
+	case reflect.Float32, reflect.Float64:
+		bits := t.Bits()
+		return func(x any, v reflect.Value) bool {
+			if x == nil {
+				return true
+			}
+			n, ok := x.(json.Number)
+			if !ok {
+				return false
+			}
+			f, err := strconv.ParseFloat(string(n), bits)
+			if err != nil || v.OverflowFloat(f) {
+				return false
+			}
+			v.SetFloat(f)
+			return true
+		}
+	case reflect.Pointer:
+		elem := assignerFor(t.Elem())
+		if elem == nil {
+			return nil
+		}
+		return func(x any, v reflect.Value) bool {
+			if x == nil {
+				v.SetZero()
+				return true
+			}
+			if v.IsNil() {
+				v.Set(reflect.New(t.Elem()))
+			}
+			return elem(x, v.Elem())
+		}
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return nil // base64 text
+		}
+		elem := assignerFor(t.Elem())
+		if elem == nil {
+			return nil
+		}
+		return func(x any, v reflect.Value) bool {
+			switch x := x.(type) {
+			case nil:
+				v.SetZero()
+				return true
+			case []any:
+				s := reflect.MakeSlice(t, len(x), len(x))
+				for i, e := range x {
+					if !elem(e, s.Index(i)) {
+						return false
+					}
+				}
+				v.Set(s)
+				return true
+			}
+			return false
+		}
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String || t.Key().Implements(textUnmarshalerType) {
+			return nil
+		}
+		elem := assignerFor(t.Elem())
+		if elem == nil {
+			return nil
+		}
+		return func(x any, v reflect.Value) bool {
+			switch x := x.(type) {
+			case nil:
+				v.SetZero()
+				return true
+			case map[string]any:
+				m := reflect.MakeMapWithSize(t, len(x))
+				for k, e := range x {
+					ev := reflect.New(t.Elem()).Elem()
+					if !elem(e, ev) {
+						return false
+					}
+					m.SetMapIndex(reflect.ValueOf(k).Convert(t.Key()), ev)
+				}
+				v.Set(m)
+				return true
+			}
+			return false
+		}
+	case reflect.Struct:
+		return structAssigner(t)
+	}
+	return nil
+}
+
+func structAssigner(t reflect.Type) assigner {
+	type field struct {
+		index  int
+		assign assigner
+	}
+	fields := map[string]field{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			return nil // promoted fields follow encoding/json's dominance rules
+		}
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if strings.Contains(","+opts+",", ",string,") {
+			return nil
+		}
+		if name == "" {
+			name = f.Name
+		} else if !plainTagName(name) {
+			return nil // encoding/json would fall back to the Go name
+		}
+		a := assignerFor(f.Type)
+		if a == nil {
+			return nil
+		}
+		if _, dup := fields[name]; dup {
+			return nil
+		}
+		fields[name] = field{i, a}
+	}
+	return func(x any, v reflect.Value) bool {
+		switch x := x.(type) {
+		case nil:
+			return true
+		case map[string]any:
+			for k, e := range x {
+				f, ok := fields[k]
+				if !ok {
+					return false // encoding/json matches keys ignoring case
+				}
+				if !f.assign(e, v.Field(f.index)) {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	}
+}
+
+// plainTagName reports whether encoding/json takes name from a json tag as
+// it is: letters, digits, and the punctuation it allows.
+func plainTagName(name string) bool {
+	for _, c := range name {
+		switch {
+		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
+		case unicode.IsLetter(c) || unicode.IsDigit(c):
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,142 @@
+package prebuilt
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// jsonTree decodes raw as the slow path does: encoding/json's Decoder with
+// UseNumber, one value and nothing after it.
+func jsonTree(raw []byte) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil || dec.More() {
+		return nil, false
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, false // a closing bracket after the value
+	}
+	return x, true
+}
+
+var argTexts = []string{
+	`{}`, `[]`, `null`, `true`, `false`, `0`, `-0`, `12`, `-1.5e+3`, `1E9`, `0.25`,
+	`"plain"`, `"tab\tnew\nline \"q\" \\ \/ \b\f\r"`, `"\u00e9\u4e2d"`, `"\ud83d\ude00"`, `"h\u00E9llo"`,
+	`"héllo, 世界"`, ` { "a" : [ 1 , 2 , { "b" : null } ] , "c" : "d" } `, `{"a":1,"a":2}`,
+	`[1,[2,[3,[]]],{}]`, `{"nested":{"deep":{"x":[true,false,null]}}}`,
+	// Left to encoding/json: errors, invalid UTF-8, lone surrogates.
+	`{"a":1,}`, `[1,]`, `{"a" 1}`, `01`, `1.`, `.5`, `-`, `1e`, `+1`, `tru`, `nul`, `"abc`, "\"a\x01b\"",
+	`{"a":1} x`, `{"a":1} {}`, `{"a":1}}`, "\"\xff\"", `"\ud83d"`, `"\ude00"`, `"\ud83dx"`, `"\x"`, `"\u12"`,
+	`{"a":"\u12G4"}`, `{1:2}`, `[`, `{`, ``, ` `,
+}
+
+func TestParseArgsMatchesEncodingJSON(t *testing.T) {
+	for _, text := range argTexts {
+		got, ok := parseArgs([]byte(text))
+		want, wantOK := jsonTree([]byte(text))
+		if ok && !wantOK {
+			t.Errorf("parseArgs(%q) accepted text encoding/json rejects", text)
+			continue
+		}
+		if ok && !reflect.DeepEqual(got, want) {
+			t.Errorf("parseArgs(%q) = %#v, encoding/json gives %#v", text, got, want)
+		}
+	}
+}
+
+func FuzzParseArgs(f *testing.F) {
+	for _, text := range argTexts {
+		f.Add(text)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		got, ok := parseArgs([]byte(text))
+		if !ok {
+			return // encoding/json decides
+		}
+		want, wantOK := jsonTree([]byte(text))
+		if !wantOK || !reflect.DeepEqual(got, want) {
+			t.Fatalf("parseArgs(%q) = %#v, %v; encoding/json gives %#v, %v", text, got, ok, want, wantOK)
+		}
+	})
+}
+
+type argKind string
+
+type argInner struct {
+	N  int64            `json:"n"`
+	Fs []float32        `json:"fs,omitempty"`
+	M  map[string]*bool `json:"m,omitempty"`
+}
+
+type argAll struct {
+	S       string              `json:"s"`
+	K       argKind             `json:"k,omitempty"`
+	B       bool                `json:"b,omitempty"`
+	I8      int8                `json:"i8,omitempty"`
+	U       uint                `json:"u,omitempty"`
+	F       float64             `json:"f,omitempty"`
+	P       *string             `json:"p,omitempty"`
+	Inner   argInner            `json:"inner,omitzero"`
+	PInner  *argInner           `json:"pinner,omitempty"`
+	List    []argInner          `json:"list,omitempty"`
+	ByName  map[argKind]int     `json:"by_name,omitempty"`
+	Matrix  [][]int             `json:"matrix,omitempty"`
+	Untaged string              `json:",omitempty"`
+	Skip    string              `json:"-"`
+	Nested  map[string][]string `json:"nested,omitempty"`
+}
+
+type argOwn struct {
+	When time.Time `json:"when"`
+	Any  any       `json:"any,omitempty"`
+}
+
+// TestToolArgsMatchEncodingJSON decodes arguments through a tool and
+// through json.Unmarshal and expects the same value, for types the fast
+// path takes and types it leaves to encoding/json.
+func TestToolArgsMatchEncodingJSON(t *testing.T) {
+	all := MustTool("all", "", func(_ context.Context, a argAll) (string, error) { return "", nil })
+	own := MustTool("own", "", func(_ context.Context, a argOwn) (string, error) { return "", nil })
+	if all.assign == nil {
+		t.Fatal("argAll should take the fast path")
+	}
+	if own.assign != nil {
+		t.Fatal("argOwn holds a time.Time and an interface: it should go to encoding/json")
+	}
+	cases := []struct {
+		tool *Tool
+		dst  func() any
+		text string
+	}{
+		{all, func() any { return new(argAll) }, `{"s":"x","k":"kind","b":true,"i8":-128,"u":7,"f":1.5e2,"p":"ptr"}`},
+		{all, func() any { return new(argAll) }, `{"s":"\u00e9\n","p":null,"inner":{"n":9007199254740993,"fs":[1.25,2],"m":{"a":true,"b":null}}}`},
+		{all, func() any { return new(argAll) }, `{"s":"","pinner":{"n":-1},"list":[{"n":1},{"n":2,"fs":[]}],"by_name":{"a":1},"matrix":[[1],[],[2,3]]}`},
+		{all, func() any { return new(argAll) }, `{"s":"x","Untaged":"u","nested":{"k":["a","b"],"e":null}}`},
+		{all, func() any { return new(argAll) }, `{"s":"x","list":null,"matrix":null}`},
+		{all, func() any { return new(argAll) }, `{"S":"case"}`},           // matched ignoring case: encoding/json's way
+		{all, func() any { return new(argAll) }, `{"s":"x","i8":300}`},     // out of range
+		{all, func() any { return new(argAll) }, `{"s":"x","u":-1}`},       // negative
+		{all, func() any { return new(argAll) }, `{"s":"x","f":"1"}`},      // wrong type
+		{all, func() any { return new(argAll) }, `{"s":"x","inner":[1]}`},  // wrong type
+		{all, func() any { return new(argAll) }, `{"s":"x","extra":true}`}, // unknown field
+		{all, func() any { return new(argAll) }, "{\"s\":\"\xffx\"}"},      // invalid UTF-8
+		{own, func() any { return new(argOwn) }, `{"when":"2026-11-29T10:00:00Z","any":{"n":1.5,"l":[1,"a"]}}`},
+	}
+	for _, c := range cases {
+		got, want := c.dst(), c.dst()
+		err := c.tool.decode(json.RawMessage(c.text), got)
+		werr := json.Unmarshal([]byte(c.text), want)
+		if err == nil && werr != nil {
+			t.Errorf("%s: decode accepted what json.Unmarshal rejects (%v)", c.text, werr)
+			continue
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: decode = %+v, json.Unmarshal = %+v", c.text, got, want)
+		}
+	}
+}
