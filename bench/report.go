@@ -45,6 +45,7 @@ func (r *report) markdown(p plan, names []string) string {
 		b.WriteString("---:|")
 	}
 	b.WriteString("---:|---:|\n")
+	var notes footnotes
 	for _, w := range p.Workloads {
 		for _, v := range p.Variants {
 			ran := false
@@ -59,11 +60,14 @@ func (r *report) markdown(p plan, names []string) string {
 			fmt.Fprintf(&b, "| %s | %s |", w.Name, v)
 			for _, n := range names {
 				c, ok := r.find(n, w.Name, v)
-				if !ok {
+				switch {
+				case !ok:
 					b.WriteString(" |")
-					continue
+				case c.Status == statusNA:
+					b.WriteString(" " + notes.mark(c.Reason) + " |")
+				default:
+					b.WriteString(" " + cellText(c) + " |")
 				}
-				b.WriteString(" " + cellText(c) + " |")
 			}
 			ag, agOK := r.find("agentgraph", w.Name, v)
 			agOK = agOK && ag.Status == statusOK
@@ -85,6 +89,12 @@ func (r *report) markdown(p plan, names []string) string {
 				b.WriteString(" |")
 			}
 			b.WriteString("\n")
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n")
+		for i, n := range notes {
+			fmt.Fprintf(&b, "%s %s  \n", notes.sign(i), n)
 		}
 	}
 	if len(r.Growth) > 0 {
@@ -294,4 +304,21 @@ func growthSVG(grows []GrowthResult, names []string) string {
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// footnotes collects the reasons cells are n/a, so the table shows a short
+// mark and the reason is written once under it.
+type footnotes []string
+
+func (f footnotes) sign(i int) string { return fmt.Sprintf("n/a (%d)", i+1) }
+
+// mark returns the cell text for an n/a reason, adding the note if new.
+func (f *footnotes) mark(reason string) string {
+	note := reason
+	i := slices.Index(*f, note)
+	if i < 0 {
+		*f = append(*f, note)
+		i = len(*f) - 1
+	}
+	return f.sign(i)
 }
