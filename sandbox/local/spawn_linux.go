@@ -117,7 +117,7 @@ func (s *sbx) start(ctx context.Context, command string, opts sandbox.ExecOption
 	if s.b.cfg.unsafeNoIso {
 		err = p.spawnUnsafe(m, env, cwd)
 	} else {
-		err = p.spawn(m, env, cwd, m.Limits.DiskBytes-used, timeout)
+		err = p.spawn(ctx, m, env, cwd, m.Limits.DiskBytes-used, timeout)
 	}
 	if err != nil {
 		return nil, err
@@ -126,7 +126,12 @@ func (s *sbx) start(ctx context.Context, command string, opts sandbox.ExecOption
 	return p, nil
 }
 
-func (p *proc) spawn(m *meta, env []string, cwd string, diskLeft int64, timeout time.Duration) (err error) {
+// setupTimeout bounds the helper's work before the command starts, so a helper stuck in the kernel cannot
+// hang Exec. Healthy setup takes milliseconds, but a thousand commands started at once on two cores queue for
+// tens of seconds, so the bound is generous.
+const setupTimeout = 5 * time.Minute
+
+func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, diskLeft int64, timeout time.Duration) error {
 	s := p.s
 	cfg := s.b.childConfig(m, p.command, env, cwd, diskLeft, timeout)
 	cfg.HomeSrc, cfg.TmpSrc = s.home(), s.tmp()
@@ -240,10 +245,32 @@ func (p *proc) spawn(m *meta, env []string, cwd string, diskLeft int64, timeout 
 		return fail(fmt.Errorf("configure the isolation helper: %w", err))
 	}
 	cfgW.Close()
+	setupDone := make(chan struct{})
+	var setupKilled atomic.Bool
+	go func() {
+		t := time.NewTimer(setupTimeout)
+		defer t.Stop()
+		select {
+		case <-setupDone:
+			return
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		setupKilled.Store(true)
+		p.kill()
+	}()
 	msg, _ := io.ReadAll(errR) // EOF without data: the final execve succeeded
-	if len(msg) > 0 {
+	close(setupDone)
+	switch {
+	case len(msg) > 0:
 		p.removeRecord()
 		return fail(fmt.Errorf("%w: setting up %s failed: %s", sandbox.ErrUnsupported, s.id, msg))
+	case setupKilled.Load():
+		p.removeRecord()
+		if err := ctx.Err(); err != nil {
+			return fail(fmt.Errorf("exec in %s: %w", s.id, err))
+		}
+		return fail(fmt.Errorf("%w: setting up %s took over %v", sandbox.ErrUnsupported, s.id, setupTimeout))
 	}
 	return nil
 }
