@@ -123,7 +123,7 @@ type ExecOptions struct {
 // ExecResult is what a finished command left. Output keeps the tail when it exceeds the backend's cap.
 type ExecResult struct {
 	Stdout, Stderr                   string
-	ExitCode                         int // -1 when the command was killed by a timeout.
+	ExitCode                         int // -1 after a timeout; 128+n when killed by signal n.
 	TimedOut                         bool
 	Duration                         time.Duration
 	StdoutTruncated, StderrTruncated bool
@@ -142,7 +142,8 @@ type Sandbox interface {
 	ID() string
 	Info(ctx context.Context) (Info, error)
 	// Exec runs command with /bin/sh -c in Home. A command that ran and failed is a result, not an error.
-	// On a stopped sandbox it fails with ErrStopped.
+	// On a stopped sandbox it fails with ErrStopped. If ctx ends first, the command and everything it started
+	// are killed and Exec returns what it printed so far with ctx's error.
 	Exec(ctx context.Context, command string, opts ExecOptions) (ExecResult, error)
 	// WriteFile creates or replaces a file, creating its parent directories.
 	WriteFile(ctx context.Context, path string, data []byte) error
