@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -199,6 +200,23 @@ func own(data []byte) decoder { return newDecoder(append([]byte(nil), data...)) 
 
 // AppendBinary appends the binary form of cp to b (encoding.BinaryAppender).
 func (cp *Checkpoint) AppendBinary(b []byte) ([]byte, error) {
+	// Size the buffer once: values can be megabytes, and growing by
+	// doubling would copy them over and over.
+	n := 128 + len(cp.ID) + len(cp.ParentID)
+	for k, v := range cp.Values {
+		n += len(k) + len(v) + 2*binary.MaxVarintLen64
+	}
+	for k, ws := range cp.Deltas {
+		n += len(k) + binary.MaxVarintLen64
+		for _, w := range ws {
+			n += len(w) + binary.MaxVarintLen64
+		}
+	}
+	for _, t := range cp.Tasks {
+		n += len(t.ID) + len(t.Node) + len(t.Input) + 3*binary.MaxVarintLen64
+	}
+	n += (len(cp.Versions) + 4*len(cp.Seen)) * 32
+	b = slices.Grow(b, n)
 	e := encoder{b: b}
 	e.b = append(e.b, binCheckpoint)
 	e.varint(int64(cp.V))
