@@ -1,12 +1,8 @@
 package checkpoint
 
-// Clone returns a deep copy of cp that shares no maps, slices or bytes with
-// it. The encoded bytes of the copy live in one allocation, each slice capped
-// at its length so that appending to one never overwrites another.
-func (cp *Checkpoint) Clone() *Checkpoint {
-	if cp == nil {
-		return nil
-	}
+// Size is the number of encoded bytes cp carries: its values, its deltas and
+// its tasks' inputs.
+func (cp *Checkpoint) Size() int {
 	n := 0
 	for _, v := range cp.Values {
 		n += len(v)
@@ -19,7 +15,17 @@ func (cp *Checkpoint) Clone() *Checkpoint {
 	for _, t := range cp.Tasks {
 		n += len(t.Input)
 	}
-	a := arena(make([]byte, 0, n))
+	return n
+}
+
+// Clone returns a deep copy of cp that shares no maps, slices or bytes with
+// it. The encoded bytes of the copy live in one allocation, each slice capped
+// at its length so that appending to one never overwrites another.
+func (cp *Checkpoint) Clone() *Checkpoint {
+	if cp == nil {
+		return nil
+	}
+	a := arena(make([]byte, 0, cp.Size()))
 	c := &Checkpoint{V: cp.V, ID: cp.ID, ParentID: cp.ParentID, TS: cp.TS, Full: cp.Full}
 	if cp.Values != nil {
 		c.Values = make(map[string][]byte, len(cp.Values))

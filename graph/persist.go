@@ -234,7 +234,7 @@ func (p *persister[S]) rebuild(ctx context.Context, tuple *checkpoint.Tuple, st 
 		if err := p.replay(cp, st); err != nil {
 			return fmt.Errorf("graph: thread %q: checkpoint %s: %w", p.cfg.ThreadID, cp.ID, err)
 		}
-		size := cpSize(cp)
+		size := cp.Size()
 		if cp.Full {
 			st.chain = chainInfo{fullBytes: size}
 		} else {
@@ -287,18 +287,6 @@ func (p *persister[S]) replay(cp *checkpoint.Checkpoint, st *threadState[S]) err
 	return nil
 }
 
-func cpSize(cp *checkpoint.Checkpoint) int {
-	n := 0
-	for _, b := range cp.Values {
-		n += len(b)
-	}
-	for _, ds := range cp.Deltas {
-		for _, b := range ds {
-			n += len(b)
-		}
-	}
-	return n
-}
 
 // remember leaves the run's final state for the thread's next run.
 func (p *persister[S]) remember(r *runner[S]) {
@@ -490,7 +478,7 @@ func (p *persister[S]) build(r *runner[S], id string, tasks []checkpoint.Task) *
 		}
 	}
 	if full {
-		p.chain = chainInfo{fullBytes: cpSize(cp)}
+		p.chain = chainInfo{fullBytes: cp.Size()}
 	} else {
 		p.chain.length++
 		p.chain.bytesSinceFull += p.diffSize

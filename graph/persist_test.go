@@ -334,16 +334,7 @@ type measureSaver struct {
 }
 
 func (m *measureSaver) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.Checkpoint, md checkpoint.Metadata) (checkpoint.Config, error) {
-	n := 0
-	for _, b := range cp.Values {
-		n += len(b)
-	}
-	for _, ds := range cp.Deltas {
-		for _, b := range ds {
-			n += len(b)
-		}
-	}
-	m.bytes.Add(int64(n))
+	m.bytes.Add(int64(cp.Size()))
 	return m.Memory.Put(ctx, cfg, cp, md)
 }
 
