@@ -7,7 +7,9 @@ import "context"
 // out maps the child's final state to the parent's writes. The child runs
 // within the parent's task: it sees the parent's run config, its custom and
 // message events reach the parent's stream as the parent node's, and it is
-// checkpointed as part of the parent's step, not on its own.
+// checkpointed as part of the parent's step, not on its own. For that
+// reason Interrupt inside a subgraph fails with ErrNoSaver: pause in a node
+// of the parent instead.
 func Subgraph[P, C any](child *Graph[C], in func(ctx context.Context, p P) (C, error), out func(ctx context.Context, c C) (Update[P], error)) Node[P] {
 	return NodeFunc[P](func(ctx context.Context, p P) (Update[P], error) {
 		start, err := in(ctx, p)
