@@ -2,6 +2,7 @@ package prebuilt
 
 import (
 	"encoding"
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -172,6 +173,9 @@ func (p *argParser) str() (any, bool) {
 	j := start
 	escaped, wide := false, false
 	for {
+		for j+8 <= len(p.b) && !special8(binary.LittleEndian.Uint64(p.b[j:])) {
+			j += 8
+		}
 		for j < len(p.b) && plain[p.b[j]] {
 			j++
 		}
@@ -199,6 +203,17 @@ func (p *argParser) str() (any, bool) {
 			j++
 		}
 	}
+}
+
+// special8 reports whether any of the eight bytes in x may end a run of
+// plain bytes: a quote, a backslash, a control byte or a byte of a
+// multi-byte character. Borrows can flag a plain byte, but only above a
+// byte that is truly special, which the byte loop then meets first.
+func special8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := x ^ (ones * '"')
+	b := x ^ (ones * '\\')
+	return (x|(x-ones*0x20)&^x|(q-ones)&^q|(b-ones)&^b)&highs != 0
 }
 
 // unescape decodes the escapes of a string's body. Lone surrogates, which

@@ -3,8 +3,10 @@ package prebuilt
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -137,6 +139,37 @@ func TestToolArgsMatchEncodingJSON(t *testing.T) {
 		}
 		if err == nil && !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: decode = %+v, json.Unmarshal = %+v", c.text, got, want)
+		}
+	}
+}
+
+// TestSpecial8 puts every byte at every position of a word of plain bytes
+// and checks that special8 flags exactly the bytes plain does not allow.
+func TestSpecial8(t *testing.T) {
+	for pos := range 8 {
+		for c := range 256 {
+			word := []byte("abcdefgh")
+			word[pos] = byte(c)
+			got := special8(binary.LittleEndian.Uint64(word))
+			if want := !plain[c]; got != want {
+				t.Errorf("special8(%q) = %v, want %v", word, got, want)
+			}
+		}
+	}
+}
+
+func TestParseArgsLongStrings(t *testing.T) {
+	long := strings.Repeat("0123456789abcdef", 40)
+	for _, text := range []string{
+		`{"q":"` + long + `"}`,
+		`{"q":"` + long + `\n` + long + `\"` + long + `"}`,
+		`{"q":"` + long + `é中` + long + `\u00e9"}`,
+		`{"q":"` + long + "\x7f~ " + long + `"}`,
+	} {
+		got, ok := parseArgs([]byte(text))
+		want, wantOK := jsonTree([]byte(text))
+		if !ok || !wantOK || !reflect.DeepEqual(got, want) {
+			t.Errorf("parseArgs of a %d-byte text = %v, %v; encoding/json gives ok %v", len(text), ok, reflect.DeepEqual(got, want), wantOK)
 		}
 	}
 }
