@@ -156,6 +156,10 @@ func (r *Registry) entry(ctx context.Context, threadID string) (*entry, error) {
 		go r.lookup(context.WithoutCancel(ctx), threadID, e)
 	}
 	r.mu.Unlock()
+	if ctx.Err() != nil {
+		// Given up already: say so even if the lookup happens to be done.
+		return nil, context.Cause(ctx)
+	}
 	select {
 	case <-e.ready:
 		if e.err != nil {
