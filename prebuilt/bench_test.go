@@ -134,3 +134,23 @@ func BenchmarkAddMessagesAppend(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkToolArguments decodes and checks one call's arguments of about
+// 3.6 KB, as every turn of the ReAct benchmark does.
+func BenchmarkToolArguments(b *testing.B) {
+	type args struct {
+		Query string `json:"query"`
+	}
+	echo := MustTool("search", "Search the web.", func(_ context.Context, a args) (string, error) { return a.Query, nil })
+	q := strings.Repeat(rand.Text()+"-0000-4000", 100)
+	raw, _ := json.Marshal(args{Query: q})
+	ctx := context.Background()
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := echo.Call(ctx, raw)
+		if err != nil || len(out) != len(q) {
+			b.Fatal(err)
+		}
+	}
+}
