@@ -3,8 +3,10 @@ package checkpoint
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/agentgraph/agentgraph/internal/jsonenc"
 )
 
 // Codec turns channel values into bytes and back. The graph encodes every
@@ -17,21 +19,64 @@ type Codec interface {
 	Unmarshal(data []byte, v any) error
 }
 
-// JSON is the default Codec: encoding/json, with a fast path for values
-// that are already JSON-shaped (any holding map[string]any, []any, string,
-// float64, bool, integers or nil), which it writes without reflection. The
-// bytes are valid JSON either way; map keys are not sorted on the fast path.
+// JSON is the default Codec: encoding/json, with two fast paths that write
+// the same JSON without reflection: values that are already JSON-shaped (any
+// holding map[string]any, []any, string, float64, bool, integers or nil; map
+// keys are not sorted there), and values — or slices of values — whose
+// pointer type implements JSONAppender (model.Message does).
 var JSON Codec = jsonCodec{}
+
+// JSONAppender is implemented by types that append their own encoding/json
+// encoding to a byte slice faster than reflection writes it.
+type JSONAppender interface {
+	AppendJSON(b []byte) ([]byte, error)
+}
+
+var appenderType = reflect.TypeFor[JSONAppender]()
 
 type jsonCodec struct{}
 
 func (jsonCodec) Marshal(v any) ([]byte, error) {
-	if p, ok := v.(*any); ok {
-		if b, ok := appendJSON(nil, *p); ok {
+	switch x := v.(type) {
+	case *any:
+		if b, ok := appendJSON(nil, *x); ok {
 			return b, nil
+		}
+	case JSONAppender:
+		return x.AppendJSON(nil)
+	default:
+		if b, ok, err := appendSlice(v); ok {
+			return b, err
 		}
 	}
 	return json.Marshal(v)
+}
+
+// appendSlice encodes a pointer to a slice of JSONAppender values.
+func appendSlice(v any) ([]byte, bool, error) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Slice {
+		return nil, false, nil
+	}
+	s := rv.Elem()
+	if !reflect.PointerTo(s.Type().Elem()).Implements(appenderType) {
+		return nil, false, nil
+	}
+	if s.IsNil() {
+		return []byte("null"), true, nil
+	}
+	b := make([]byte, 0, 64*s.Len()+2)
+	b = append(b, '[')
+	for i := range s.Len() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = s.Index(i).Addr().Interface().(JSONAppender).AppendJSON(b); err != nil {
+			return nil, true, err
+		}
+	}
+	return append(b, ']'), true, nil
 }
 
 func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
@@ -43,7 +88,7 @@ func appendJSON(b []byte, v any) ([]byte, bool) {
 	case nil:
 		return append(b, "null"...), true
 	case string:
-		return appendString(b, x), true
+		return jsonenc.String(b, x), true
 	case bool:
 		return strconv.AppendBool(b, x), true
 	case float64:
@@ -75,7 +120,7 @@ func appendJSON(b []byte, v any) ([]byte, bool) {
 				b = append(b, ',')
 			}
 			first = false
-			b = appendString(b, k)
+			b = jsonenc.String(b, k)
 			b = append(b, ':')
 			var ok bool
 			if b, ok = appendJSON(b, e); !ok {
@@ -104,55 +149,4 @@ func appendFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
-}
-
-
-// appendString writes s as a JSON string, escaping as encoding/json does
-// (HTML-safe, invalid UTF-8 replaced).
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

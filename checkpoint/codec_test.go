@@ -63,3 +63,25 @@ func BenchmarkJSONAny(b *testing.B) {
 		}
 	})
 }
+
+type appender struct{ A string }
+
+func (a *appender) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"A":`...)
+	b, _ = appendJSON(b, a.A)
+	return append(b, '}'), nil
+}
+
+func TestJSONAppenderSlices(t *testing.T) {
+	for _, v := range [][]appender{nil, {}, {{"x"}, {"<y>"}}} {
+		got, err := JSON.Marshal(&v)
+		want, _ := json.Marshal(v)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("%v: got %s (%v), want %s", v, got, err, want)
+		}
+		var back []appender
+		if err := JSON.Unmarshal(got, &back); err != nil || len(back) != len(v) {
+			t.Errorf("round trip of %s: %v %v", got, back, err)
+		}
+	}
+}

@@ -4,7 +4,10 @@ import (
 	"encoding/base32"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+
+	"github.com/agentgraph/agentgraph/internal/jsonenc"
 )
 
 // Role says who a Message is from. Its string value is what the JSON encoding
@@ -58,6 +61,66 @@ type Message struct {
 	Name string `json:"name,omitempty"`
 	// Status is set on tool messages.
 	Status ToolStatus `json:"status,omitempty"`
+}
+
+// AppendJSON appends m's JSON encoding — exactly what encoding/json writes
+// for it — to b, without reflection: checkpoints encode every message.
+func (m *Message) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, '{')
+	field := func(name string) {
+		if b[len(b)-1] != '{' {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, '"', ':')
+	}
+	if m.ID != "" {
+		field("id")
+		b = jsonenc.String(b, m.ID)
+	}
+	field("role")
+	b = jsonenc.String(b, string(m.Role))
+	if m.Content != "" {
+		field("content")
+		b = jsonenc.String(b, m.Content)
+	}
+	if len(m.ToolCalls) > 0 {
+		field("tool_calls")
+		b = append(b, '[')
+		for i := range m.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			c := &m.ToolCalls[i]
+			b = append(b, `{"id":`...)
+			b = jsonenc.String(b, c.ID)
+			b = append(b, `,"name":`...)
+			b = jsonenc.String(b, c.Name)
+			if len(c.Arguments) > 0 {
+				b = append(b, `,"arguments":`...)
+				var err error
+				if b, err = jsonenc.Raw(b, c.Arguments); err != nil {
+					return b, fmt.Errorf("model: message %s: tool call %s: arguments are not JSON: %w", m.ID, c.ID, err)
+				}
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if m.ToolCallID != "" {
+		field("tool_call_id")
+		b = jsonenc.String(b, m.ToolCallID)
+	}
+	if m.Name != "" {
+		field("name")
+		b = jsonenc.String(b, m.Name)
+	}
+	if m.Status != "" {
+		field("status")
+		b = jsonenc.String(b, string(m.Status))
+	}
+	return append(b, '}'), nil
 }
 
 // HasToolCalls reports whether m asks for at least one tool call.
