@@ -123,6 +123,17 @@ func (m *Message) AppendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// JSONSize estimates the length of m's JSON encoding (exact unless strings
+// need escaping).
+func (m *Message) JSONSize() int {
+	n := len(`{"id":"","role":"","content":"","tool_call_id":"","name":"","status":""}`) +
+		len(m.ID) + len(m.Role) + len(m.Content) + len(m.ToolCallID) + len(m.Name) + len(m.Status)
+	for _, c := range m.ToolCalls {
+		n += len(`,"tool_calls":[{"id":"","name":"","arguments":}]`) + len(c.ID) + len(c.Name) + len(c.Arguments)
+	}
+	return n
+}
+
 // HasToolCalls reports whether m asks for at least one tool call.
 func (m Message) HasToolCalls() bool { return len(m.ToolCalls) > 0 }
 
