@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+	"unsafe"
 
 	"github.com/agentgraph/agentgraph/internal/jsonenc"
 )
@@ -96,52 +97,111 @@ func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(dat
 // appendJSON appends v as JSON when v is made only of JSON's own types; it
 // reports false, having appended nothing useful, for anything else.
 func appendJSON(b []byte, v any) ([]byte, bool) {
+	e := anyEncoder{b: b}
+	ok := e.value(v)
+	return e.b, ok
+}
+
+// anyEncoder writes JSON-shaped values. State often holds the same map or
+// list in several places (a list copied into another key, a message in two
+// lists); within one encoding, a map or list met again is copied from where
+// it was first written instead of being encoded again. Nothing changes the
+// values while they are encoded: the engine encodes between steps.
+type anyEncoder struct {
+	b    []byte
+	seen map[span]span
+}
+
+// span is a slice's or map's identity (data pointer and length) as a key,
+// or a range of the output as a value.
+type span struct{ p, n uintptr }
+
+func (e *anyEncoder) again(id span) bool {
+	if r, ok := e.seen[id]; ok {
+		e.b = append(e.b, e.b[r.p:r.p+r.n]...)
+		return true
+	}
+	return false
+}
+
+func (e *anyEncoder) remember(id span, start int) {
+	if e.seen == nil {
+		e.seen = map[span]span{}
+	}
+	e.seen[id] = span{uintptr(start), uintptr(len(e.b) - start)}
+}
+
+func (e *anyEncoder) value(v any) bool {
 	switch x := v.(type) {
 	case nil:
-		return append(b, "null"...), true
+		e.b = append(e.b, "null"...)
 	case string:
-		return jsonenc.String(b, x), true
+		e.b = jsonenc.String(e.b, x)
 	case bool:
-		return strconv.AppendBool(b, x), true
+		e.b = strconv.AppendBool(e.b, x)
 	case float64:
 		if math.IsInf(x, 0) || math.IsNaN(x) {
-			return b, false
+			return false
 		}
-		return appendFloat(b, x), true
+		e.b = appendFloat(e.b, x)
 	case int:
-		return strconv.AppendInt(b, int64(x), 10), true
+		e.b = strconv.AppendInt(e.b, int64(x), 10)
 	case int64:
-		return strconv.AppendInt(b, x, 10), true
+		e.b = strconv.AppendInt(e.b, x, 10)
 	case []any:
-		b = append(b, '[')
-		for i, e := range x {
+		if x == nil {
+			e.b = append(e.b, "null"...)
+			return true
+		}
+		id := span{uintptr(unsafe.Pointer(unsafe.SliceData(x))), uintptr(len(x))}
+		if len(x) > 0 && e.again(id) {
+			return true
+		}
+		start := len(e.b)
+		e.b = append(e.b, '[')
+		for i, el := range x {
 			if i > 0 {
-				b = append(b, ',')
+				e.b = append(e.b, ',')
 			}
-			var ok bool
-			if b, ok = appendJSON(b, e); !ok {
-				return b, false
+			if !e.value(el) {
+				return false
 			}
 		}
-		return append(b, ']'), true
+		e.b = append(e.b, ']')
+		if len(x) > 0 {
+			e.remember(id, start)
+		}
 	case map[string]any:
-		b = append(b, '{')
+		if x == nil {
+			e.b = append(e.b, "null"...)
+			return true
+		}
+		id := span{reflect.ValueOf(x).Pointer(), uintptr(len(x))}
+		if len(x) > 0 && e.again(id) {
+			return true
+		}
+		start := len(e.b)
+		e.b = append(e.b, '{')
 		first := true
-		for k, e := range x {
+		for k, el := range x {
 			if !first {
-				b = append(b, ',')
+				e.b = append(e.b, ',')
 			}
 			first = false
-			b = jsonenc.String(b, k)
-			b = append(b, ':')
-			var ok bool
-			if b, ok = appendJSON(b, e); !ok {
-				return b, false
+			e.b = jsonenc.String(e.b, k)
+			e.b = append(e.b, ':')
+			if !e.value(el) {
+				return false
 			}
 		}
-		return append(b, '}'), true
+		e.b = append(e.b, '}')
+		if len(x) > 0 {
+			e.remember(id, start)
+		}
+	default:
+		return false
 	}
-	return b, false
+	return true
 }
 
 // appendFloat formats like encoding/json.

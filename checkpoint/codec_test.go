@@ -85,3 +85,23 @@ func TestJSONAppenderSlices(t *testing.T) {
 		}
 	}
 }
+
+// A map or list that appears several times is written each time in full.
+func TestJSONFastPathRepeats(t *testing.T) {
+	inner := map[string]any{"k": []any{"a", 1.0}}
+	list := []any{inner, inner}
+	var v any = map[string]any{"x": list, "y": list, "z": []any{list, inner, list[:1]}}
+	got, err := JSON.Marshal(&v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back, want any
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	std, _ := json.Marshal(v)
+	json.Unmarshal(std, &want)
+	if !reflect.DeepEqual(back, want) {
+		t.Fatalf("got %s\nwant %s", got, std)
+	}
+}
