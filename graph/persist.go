@@ -287,7 +287,6 @@ func (p *persister[S]) replay(cp *checkpoint.Checkpoint, st *threadState[S]) err
 	return nil
 }
 
-
 // remember leaves the run's final state for the thread's next run.
 func (p *persister[S]) remember(r *runner[S]) {
 	g := p.g
