@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentgraph/agentgraph/checkpoint"
@@ -344,24 +345,42 @@ func (r *runner[S]) runTasks(tasks []*task[S]) {
 		r.events = make(chan streamItem)
 	}
 	done := make(chan struct{})
-	for _, t := range todo {
+	// Each goroutine takes tasks until none is left, and a new one starts
+	// only while tasks are waiting: tasks that block (a model call) still
+	// all run at once, while a step of tiny tasks is done by a few
+	// goroutines instead of paying one goroutine start per task.
+	var taken atomic.Int64
+	runOne := func(t *task[S]) {
+		if sem != nil {
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-stepCtx.Done():
+				t.err = &NodeError{Node: t.node.name, Step: r.step, Err: stepCtx.Err()}
+				return
+			}
+		}
+		r.exec(stepCtx, t)
+		if t.err != nil && !t.interrupted {
+			cancel()
+		}
+	}
+	worker := func() {
+		defer wg.Done()
+		for {
+			i := int(taken.Add(1) - 1)
+			if i >= len(todo) {
+				return
+			}
+			runOne(todo[i])
+		}
+	}
+	for range todo {
+		if int(taken.Load()) >= len(todo) {
+			break
+		}
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if sem != nil {
-				select {
-				case sem <- struct{}{}:
-					defer func() { <-sem }()
-				case <-stepCtx.Done():
-					t.err = &NodeError{Node: t.node.name, Step: r.step, Err: stepCtx.Err()}
-					return
-				}
-			}
-			r.exec(stepCtx, t)
-			if t.err != nil && !t.interrupted {
-				cancel()
-			}
-		}()
+		go worker()
 	}
 	go func() { wg.Wait(); close(done) }()
 	if r.events == nil {
