@@ -43,7 +43,7 @@ func (agentgraph) Prepare(ctx context.Context, c Cell) (Runner, error) {
 		if c.Variant == NoSaver {
 			return nil
 		}
-		return []graph.RunOption{graph.Thread(fmt.Sprint(thread.Add(1))), graph.WithDurability(graph.DurabilityExit), graph.RecursionLimit(1 << 30)}
+		return []graph.RunOption{graph.WithThread(fmt.Sprint(thread.Add(1))), graph.WithDurability(graph.DurabilityExit), graph.WithRecursionLimit(1 << 30)}
 	}
 	switch c.Kind {
 	case Sequential:
@@ -71,8 +71,8 @@ func (agentgraph) Growth(ctx context.Context, turns int, tick func()) error {
 	if err != nil {
 		return err
 	}
-	res, err := g.Invoke(ctx, graph.Updates(prebuilt.Messages.Add(model.User("hi?"))), graph.Thread(uuid4()),
-		graph.WithDurability(graph.DurabilitySync), graph.RecursionLimit(1<<30))
+	res, err := g.Invoke(ctx, graph.Updates(prebuilt.Messages.Add(model.User("hi?"))), graph.WithThread(uuid4()),
+		graph.WithDurability(graph.DurabilitySync), graph.WithRecursionLimit(1<<30))
 	if err != nil {
 		return err
 	}

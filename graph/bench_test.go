@@ -142,7 +142,7 @@ func BenchmarkAgentLoopSaver(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				if _, err := g.Invoke(ctx, graph.Updates[St](), graph.Thread(fmt.Sprint(i)), graph.WithDurability(d)); err != nil {
+				if _, err := g.Invoke(ctx, graph.Updates[St](), graph.WithThread(fmt.Sprint(i)), graph.WithDurability(d)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -95,7 +95,7 @@ func WithTimeout(d time.Duration) NodeOption { return func(o *nodeOptions) { o.t
 
 // Destinations declares the nodes a node may route to with Update.Goto or
 // Update.Send, for validation and drawing.
-func Destinations(nodes ...string) NodeOption {
+func WithDestinations(nodes ...string) NodeOption {
 	return func(o *nodeOptions) { o.dests = append(o.dests, nodes...) }
 }
 
@@ -227,12 +227,12 @@ func WithSaver(s checkpoint.Saver) CompileOption { return func(o *compileOptions
 func WithCodec(c checkpoint.Codec) CompileOption { return func(o *compileOptions) { o.codec = c } }
 
 // InterruptBefore pauses a run before any of the named nodes runs.
-func InterruptBefore(nodes ...string) CompileOption {
+func WithInterruptBefore(nodes ...string) CompileOption {
 	return func(o *compileOptions) { o.interruptBefore = append(o.interruptBefore, nodes...) }
 }
 
 // InterruptAfter pauses a run after any of the named nodes ran.
-func InterruptAfter(nodes ...string) CompileOption {
+func WithInterruptAfter(nodes ...string) CompileOption {
 	return func(o *compileOptions) { o.interruptAfter = append(o.interruptAfter, nodes...) }
 }
 

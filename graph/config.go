@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/agentgraph/agentgraph/checkpoint"
 )
 
 // DefaultRecursionLimit is the number of supersteps a run may take when the
@@ -32,7 +34,7 @@ type configKey struct{}
 
 // WithConfig returns ctx carrying cfg, so that code written to run under a
 // graph (a tool, for example) can be called directly with a run config.
-func WithConfig(ctx context.Context, cfg Config) context.Context {
+func ContextWithConfig(ctx context.Context, cfg Config) context.Context {
 	return context.WithValue(ctx, configKey{}, &cfg)
 }
 
@@ -116,16 +118,43 @@ func (m Mode) String() string {
 	return out
 }
 
+// Options follow one rule across agentgraph: an option is a function named
+// With<what it sets> (or Without<what it turns off>), and each kind of call
+// takes its own option type, so an option given to a call it does not serve
+// fails to compile instead of doing nothing. An option that serves several
+// calls has a type that satisfies each of their option interfaces.
+
 // RunOption configures one Invoke or Stream.
-type RunOption func(*runConfig)
+type RunOption interface{ applyRun(*runConfig) }
+
+// StateOption configures GetState.
+type StateOption interface{ applyState(*stateConfig) }
+
+// HistoryOption configures GetStateHistory.
+type HistoryOption interface{ applyHistory(*historyConfig) }
+
+type runOption func(*runConfig)
+
+func (f runOption) applyRun(r *runConfig) { f(r) }
 
 type runConfig struct {
 	cfg            Config
 	maxConcurrency int
 	durability     Durability
 	modes          Mode
+	subgraphs      bool
 	resume         *resumeSpec
 	metadata       map[string]string
+}
+
+type stateConfig struct {
+	addr      checkpoint.Config
+	subgraphs bool
+}
+
+type historyConfig struct {
+	addr checkpoint.Config
+	list checkpoint.ListOptions
 }
 
 type resumeSpec struct {
@@ -133,57 +162,131 @@ type resumeSpec struct {
 	byID  map[string]any
 }
 
-// Thread runs on thread id: with a saver, the run continues the thread.
-func Thread(id string) RunOption { return func(r *runConfig) { r.cfg.ThreadID = id } }
+// ThreadOption names the thread a call works on, and optionally a checkpoint
+// of it. The same options serve Invoke, Stream, GetState, GetStateHistory and
+// UpdateState, so a thread is named one way everywhere.
+type ThreadOption func(*checkpoint.Config)
 
-// AtCheckpoint runs from checkpoint id of the thread instead of its latest:
-// with no input it replays the steps after it, leaving the old branch intact.
-func AtCheckpoint(id string) RunOption { return func(r *runConfig) { r.cfg.CheckpointID = id } }
+func (f ThreadOption) applyRun(r *runConfig) {
+	a := checkpoint.Config{ThreadID: r.cfg.ThreadID, Namespace: r.cfg.Namespace, CheckpointID: r.cfg.CheckpointID}
+	f(&a)
+	r.cfg.ThreadID, r.cfg.Namespace, r.cfg.CheckpointID = a.ThreadID, a.Namespace, a.CheckpointID
+}
+func (f ThreadOption) applyState(s *stateConfig)     { f(&s.addr) }
+func (f ThreadOption) applyHistory(h *historyConfig) { f(&h.addr) }
 
-// RunID names the run (default: a new id).
-func RunID(id string) RunOption { return func(r *runConfig) { r.cfg.RunID = id } }
+// WithThread names the thread: with a saver, a run continues it.
+func WithThread(id string) ThreadOption { return func(c *checkpoint.Config) { c.ThreadID = id } }
 
-// RecursionLimit caps the number of supersteps of this run.
-func RecursionLimit(n int) RunOption { return func(r *runConfig) { r.cfg.RecursionLimit = n } }
+// WithCheckpointID addresses one checkpoint of the thread instead of its
+// latest. A run from an older checkpoint with no input replays the steps
+// after it on a new branch, leaving the old one intact.
+func WithCheckpointID(id string) ThreadOption {
+	return func(c *checkpoint.Config) { c.CheckpointID = id }
+}
 
-// MaxConcurrency caps how many tasks of one step run at once (0: no cap).
-func MaxConcurrency(n int) RunOption { return func(r *runConfig) { r.maxConcurrency = n } }
+// WithCheckpoint addresses the checkpoint cfg names (thread, namespace and
+// id), as found in Snapshot.Config, Result.Checkpoint or UpdateState's
+// result.
+func WithCheckpoint(cfg checkpoint.Config) ThreadOption {
+	return func(c *checkpoint.Config) { *c = cfg }
+}
+
+// subgraphsOption serves both Stream and GetState.
+type subgraphsOption struct{}
+
+func (subgraphsOption) applyRun(r *runConfig)     { r.subgraphs = true }
+func (subgraphsOption) applyState(s *stateConfig) { s.subgraphs = true }
+
+// WithSubgraphs includes subgraphs: a stream yields the events of subgraph
+// runs too, each with its Namespace; GetState fills TaskInfo.State of each
+// pending subgraph task with the subgraph's own snapshot.
+func WithSubgraphs() interface {
+	RunOption
+	StateOption
+} {
+	return subgraphsOption{}
+}
+
+type historyOption func(*historyConfig)
+
+func (f historyOption) applyHistory(h *historyConfig) { f(h) }
+
+// WithLimit yields at most n checkpoints.
+func WithLimit(n int) HistoryOption {
+	return historyOption(func(h *historyConfig) { h.list.Limit = n })
+}
+
+// WithBefore yields only checkpoints older than the checkpoint id.
+func WithBefore(id string) HistoryOption {
+	return historyOption(func(h *historyConfig) { h.list.Before = id })
+}
+
+// WithFilter yields only checkpoints whose metadata has key set to value:
+// "source", "step", "run_id", or a key given to WithMetadata.
+func WithFilter(key, value string) HistoryOption {
+	return historyOption(func(h *historyConfig) {
+		if h.list.Filter == nil {
+			h.list.Filter = map[string]string{}
+		}
+		h.list.Filter[key] = value
+	})
+}
+
+// WithRunID names the run (default: a new id).
+func WithRunID(id string) RunOption { return runOption(func(r *runConfig) { r.cfg.RunID = id }) }
+
+// WithRecursionLimit caps the number of supersteps of this run.
+func WithRecursionLimit(n int) RunOption {
+	return runOption(func(r *runConfig) { r.cfg.RecursionLimit = n })
+}
+
+// WithMaxConcurrency caps how many tasks of one step run at once (0: no cap).
+func WithMaxConcurrency(n int) RunOption {
+	return runOption(func(r *runConfig) { r.maxConcurrency = n })
+}
 
 // WithDurability sets when checkpoints are written (default DurabilityAsync).
-func WithDurability(d Durability) RunOption { return func(r *runConfig) { r.durability = d } }
+func WithDurability(d Durability) RunOption {
+	return runOption(func(r *runConfig) { r.durability = d })
+}
 
 // WithValue adds a caller value to the run config, read with ConfigFrom.
 func WithValue(key string, v any) RunOption {
-	return func(r *runConfig) {
+	return runOption(func(r *runConfig) {
 		if r.cfg.Values == nil {
 			r.cfg.Values = map[string]any{}
 		}
 		r.cfg.Values[key] = v
-	}
+	})
 }
 
 // WithMetadata adds string metadata to every checkpoint the run writes;
-// GetStateHistory can filter by it.
+// GetStateHistory can filter by it with WithFilter.
 func WithMetadata(key, value string) RunOption {
-	return func(r *runConfig) {
+	return runOption(func(r *runConfig) {
 		if r.metadata == nil {
 			r.metadata = map[string]string{}
 		}
 		r.metadata[key] = value
-	}
+	})
 }
 
-// StreamModes selects what Stream yields (default ModeUpdates). Interrupts
-// are always yielded.
-func StreamModes(m Mode) RunOption { return func(r *runConfig) { r.modes = m } }
+// WithStreamModes selects what Stream yields (default ModeUpdates).
+// Interrupts are always yielded.
+func WithStreamModes(m Mode) RunOption { return runOption(func(r *runConfig) { r.modes = m }) }
 
-// Resume answers the single pending interrupt of the thread with v: the
-// interrupted node runs again from its start and its Interrupt call returns v.
-func Resume(v any) RunOption { return func(r *runConfig) { r.resume = &resumeSpec{value: v} } }
+// WithResume answers the single pending interrupt of the thread with v: the
+// interrupted node runs again from its start and its Interrupt call returns
+// v. The run's input, if any, is applied first (a command on resume).
+func WithResume(v any) RunOption {
+	return runOption(func(r *runConfig) { r.resume = &resumeSpec{value: v} })
+}
 
-// ResumeByID answers several pending interrupts, by interrupt id.
-func ResumeByID(values map[string]any) RunOption {
-	return func(r *runConfig) { r.resume = &resumeSpec{byID: values} }
+// WithResumeByID answers several pending interrupts, by interrupt id; the
+// ids may belong to interrupts raised inside subgraphs.
+func WithResumeByID(values map[string]any) RunOption {
+	return runOption(func(r *runConfig) { r.resume = &resumeSpec{byID: values} })
 }
 
 // Event is one item of a Stream. Which fields are set depends on Mode.

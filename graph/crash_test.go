@@ -91,12 +91,12 @@ func crashChild(dbPath, logPath string) error {
 	}
 	ctx := context.Background()
 	input := graph.Updates(Log.Add("start"))
-	if _, err := g.GetState(ctx, checkpoint.Config{ThreadID: "crash"}); err == nil {
+	if _, err := g.GetState(ctx, graph.WithThread("crash")); err == nil {
 		input = graph.Updates[St]() // continue the thread where it stopped
 	} else if !errors.Is(err, checkpoint.ErrNotFound) {
 		return err
 	}
-	_, err = g.Invoke(ctx, input, graph.Thread("crash"), graph.WithDurability(graph.DurabilitySync))
+	_, err = g.Invoke(ctx, input, graph.WithThread("crash"), graph.WithDurability(graph.DurabilitySync))
 	return err
 }
 
@@ -161,7 +161,7 @@ func TestCrashSafety(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := g.GetState(context.Background(), checkpoint.Config{ThreadID: "crash"})
+	snap, err := g.GetState(context.Background(), graph.WithThread("crash"))
 	if err != nil {
 		t.Fatal(err)
 	}

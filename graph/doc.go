@@ -39,7 +39,7 @@
 // # Threads
 //
 // Compiled WithSaver, a graph keeps each thread's checkpoints: Invoke with
-// Thread(id) continues the thread; Interrupt pauses a node until the caller
+// WithThread(id) continues the thread; Interrupt pauses a node until the caller
 // resumes with Resume; GetState, GetStateHistory and UpdateState read and
 // fork a thread's history. A checkpoint stores what its step changed, and an
 // append key stores only what was appended, so a long thread costs linear

@@ -11,7 +11,7 @@ import (
 var ErrNoSaver = errors.New("graph: no saver: compile with graph.WithSaver")
 
 // ErrNoThread is returned when a graph with a saver runs without a thread id.
-var ErrNoThread = errors.New("graph: no thread id in run config: pass graph.Thread(id) to Invoke or Stream")
+var ErrNoThread = errors.New("graph: no thread id in run config: pass graph.WithThread(id) to Invoke or Stream")
 
 // NodeError is a node's failure: its error or panic, with the node and step.
 type NodeError struct {

@@ -81,9 +81,9 @@ func ExampleInterrupt() {
 		panic(err)
 	}
 	ctx := context.Background()
-	res, _ := g.Invoke(ctx, graph.Updates(Messages.Add("the report")), graph.Thread("t1"))
+	res, _ := g.Invoke(ctx, graph.Updates(Messages.Add("the report")), graph.WithThread("t1"))
 	fmt.Println("paused:", res.Interrupts[0].Value)
-	res, _ = g.Invoke(ctx, graph.Updates[Chat](), graph.Thread("t1"), graph.Resume("yes"))
+	res, _ = g.Invoke(ctx, graph.Updates[Chat](), graph.WithThread("t1"), graph.WithResume("yes"))
 	fmt.Println(res.State.Messages)
 	// Output:
 	// paused: send the report?

@@ -193,7 +193,7 @@ func TestCommandGoto(t *testing.T) {
 	b := newG()
 	b.AddNodeFunc("router", func(ctx context.Context, s St) (graph.Update[St], error) {
 		return graph.Updates(Log.Add("router")).Goto("b", graph.END), nil
-	}, graph.Destinations("b"))
+	}, graph.WithDestinations("b"))
 	b.AddNode("b", logNode("b"))
 	b.AddEdge(graph.START, "router")
 	res, err := mustCompile(t, b).Invoke(context.Background(), graph.Updates[St]())
@@ -280,10 +280,10 @@ func chain(n int) *graph.StateGraph[St] {
 
 func TestRecursionLimitBoundary(t *testing.T) {
 	g := mustCompile(t, chain(10))
-	if _, err := g.Invoke(context.Background(), graph.Updates[St](), graph.RecursionLimit(10)); err != nil {
+	if _, err := g.Invoke(context.Background(), graph.Updates[St](), graph.WithRecursionLimit(10)); err != nil {
 		t.Fatalf("10 nodes at limit 10: %v", err)
 	}
-	_, err := g.Invoke(context.Background(), graph.Updates[St](), graph.RecursionLimit(9))
+	_, err := g.Invoke(context.Background(), graph.Updates[St](), graph.WithRecursionLimit(9))
 	var rl *graph.RecursionLimitError
 	if !errors.As(err, &rl) || rl.Limit != 9 {
 		t.Fatalf("10 nodes at limit 9: err = %v", err)
@@ -387,7 +387,7 @@ func TestConfigReachesDeepCalls(t *testing.T) {
 		return graph.Updates(Name.Set(deep(context.WithValue(ctx, struct{}{}, 1)))), nil
 	})
 	b.AddEdge(graph.START, "a")
-	res, err := mustCompile(t, b).Invoke(context.Background(), graph.Updates[St](), graph.Thread("t-1"), graph.WithValue("user", "u9"))
+	res, err := mustCompile(t, b).Invoke(context.Background(), graph.Updates[St](), graph.WithThread("t-1"), graph.WithValue("user", "u9"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +406,7 @@ func TestStreamModes(t *testing.T) {
 	b.AddEdge(graph.START, "a").AddEdge("a", "b")
 	g := mustCompile(t, b)
 	var got []string
-	for ev, err := range g.Stream(context.Background(), graph.Updates[St](), graph.StreamModes(graph.ModeValues|graph.ModeUpdates|graph.ModeCustom|graph.ModeDebug)) {
+	for ev, err := range g.Stream(context.Background(), graph.Updates[St](), graph.WithStreamModes(graph.ModeValues|graph.ModeUpdates|graph.ModeCustom|graph.ModeDebug)) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -428,7 +428,7 @@ func TestStreamModes(t *testing.T) {
 	}
 	// Breaking out of the stream stops the run.
 	n := 0
-	for range g.Stream(context.Background(), graph.Updates[St](), graph.StreamModes(graph.ModeUpdates)) {
+	for range g.Stream(context.Background(), graph.Updates[St](), graph.WithStreamModes(graph.ModeUpdates)) {
 		n++
 		break
 	}
@@ -456,7 +456,7 @@ func TestSubgraph(t *testing.T) {
 			return graph.Updates(Name.Set(c.Text)), nil
 		}))
 	b.AddEdge(graph.START, "sub")
-	res, err := mustCompile(t, b).Invoke(context.Background(), graph.Updates(Name.Set("hi")), graph.Thread("7"))
+	res, err := mustCompile(t, b).Invoke(context.Background(), graph.Updates(Name.Set("hi")), graph.WithThread("7"))
 	if err != nil || res.State.Name != "HI!7" {
 		t.Fatalf("got %q err %v", res.State.Name, err)
 	}
@@ -484,7 +484,7 @@ func TestMaxConcurrency(t *testing.T) {
 		}
 		return r, nil
 	}, graph.BranchConfig{Paths: []string{"w"}})
-	res, err := mustCompile(t, b).Invoke(context.Background(), graph.Updates[St](), graph.MaxConcurrency(3))
+	res, err := mustCompile(t, b).Invoke(context.Background(), graph.Updates[St](), graph.WithMaxConcurrency(3))
 	if err != nil || res.State.Sum != 20 || peak.Load() > 3 {
 		t.Fatalf("sum=%d peak=%d err=%v", res.State.Sum, peak.Load(), err)
 	}

@@ -33,7 +33,7 @@ var ErrNotInRun = errors.New("graph: Interrupt called outside a running node")
 // Interrupt pauses the run to ask for input. The first time it returns an
 // error that the node must return (pausing the run, with value shown to the
 // caller in Result.Interrupts and the stream). When the caller resumes with
-// graph.Resume(v), the node runs again from its start and this call returns
+// graph.WithResume(v), the node runs again from its start and this call returns
 // v. A node may call Interrupt several times: the k-th call returns the k-th
 // resume value. It needs a graph compiled with a saver.
 func Interrupt(ctx context.Context, value any) (any, error) {

@@ -31,13 +31,13 @@ func TestThreadContinues(t *testing.T) {
 				t.Fatalf("no thread: err = %v", err)
 			}
 			for _, msg := range []string{"one", "two"} {
-				if _, err := g.Invoke(ctx, graph.Updates(Log.Add(msg)), graph.Thread("t"), graph.WithDurability(d)); err != nil {
+				if _, err := g.Invoke(ctx, graph.Updates(Log.Add(msg)), graph.WithThread("t"), graph.WithDurability(d)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			// A fresh graph over the same saver rebuilds the thread from storage.
 			g2 := mustCompile(t, b, graph.WithSaver(saver))
-			res, err := g2.Invoke(ctx, graph.Updates(Log.Add("three")), graph.Thread("t"), graph.WithDurability(d))
+			res, err := g2.Invoke(ctx, graph.Updates(Log.Add("three")), graph.WithThread("t"), graph.WithDurability(d))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +45,7 @@ func TestThreadContinues(t *testing.T) {
 			if !slices.Equal(res.State.Log, want) {
 				t.Fatalf("log %v, want %v", res.State.Log, want)
 			}
-			snap, err := g2.GetState(ctx, checkpoint.Config{ThreadID: "t"})
+			snap, err := g2.GetState(ctx, graph.WithThread("t"))
 			if err != nil || !slices.Equal(snap.Values.Log, want) || len(snap.Next) != 0 {
 				t.Fatalf("GetState: %+v %v", snap, err)
 			}
@@ -75,13 +75,13 @@ func TestFailedStepKeepsSiblingWrites(t *testing.T) {
 			b.AddEdge(graph.START, "good").AddEdge(graph.START, "bad").AddEdge("good", "after")
 			g := mustCompile(t, b, graph.WithSaver(checkpoint.NewMemory()))
 			ctx := context.Background()
-			opts := []graph.RunOption{graph.Thread("x"), graph.WithDurability(d)}
+			opts := []graph.RunOption{graph.WithThread("x"), graph.WithDurability(d)}
 			// Let good finish before bad fails, so its writes exist to save.
 			b.AddNodeFunc("unused", nil)
 			if _, err := g.Invoke(ctx, graph.Updates[St](), opts...); err == nil {
 				t.Fatal("want the step to fail")
 			}
-			snap, err := g.GetState(ctx, checkpoint.Config{ThreadID: "x"})
+			snap, err := g.GetState(ctx, graph.WithThread("x"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,11 +136,11 @@ func TestSiblingNotRerunAfterFailure(t *testing.T) {
 	b.AddEdge(graph.START, "good").AddEdge(graph.START, "bad")
 	g := mustCompile(t, b, graph.WithSaver(checkpoint.NewMemory()))
 	ctx := context.Background()
-	if _, err := g.Invoke(ctx, graph.Updates[St](), graph.Thread("x")); err == nil {
+	if _, err := g.Invoke(ctx, graph.Updates[St](), graph.WithThread("x")); err == nil {
 		t.Fatal("want failure")
 	}
 	fail.Store(false)
-	res, err := g.Invoke(ctx, graph.Updates[St](), graph.Thread("x"))
+	res, err := g.Invoke(ctx, graph.Updates[St](), graph.WithThread("x"))
 	if err != nil || res.State.Sum != 11 || okRuns.Load() != 1 {
 		t.Fatalf("sum=%d good ran %d times err=%v", res.State.Sum, okRuns.Load(), err)
 	}
@@ -164,22 +164,22 @@ func TestInterruptAndResume(t *testing.T) {
 	b.AddEdge(graph.START, "ask")
 	g := mustCompile(t, b, graph.WithSaver(checkpoint.NewMemory()))
 	ctx := context.Background()
-	res, err := g.Invoke(ctx, graph.Updates(Log.Add("start")), graph.Thread("i"))
+	res, err := g.Invoke(ctx, graph.Updates(Log.Add("start")), graph.WithThread("i"))
 	if err != nil || !res.Interrupted() || res.Interrupts[0].Value != "name?" || res.Interrupts[0].ID == "" {
 		t.Fatalf("res %+v err %v", res, err)
 	}
 	first := res.Interrupts[0].ID
-	snap, _ := g.GetState(ctx, checkpoint.Config{ThreadID: "i"})
+	snap, _ := g.GetState(ctx, graph.WithThread("i"))
 	if len(snap.Interrupts) != 1 || snap.Interrupts[0].ID != first {
 		t.Fatalf("GetState interrupts %+v", snap.Interrupts)
 	}
-	res, err = g.Invoke(ctx, graph.Updates[St](), graph.Thread("i"), graph.Resume("ada"))
+	res, err = g.Invoke(ctx, graph.Updates[St](), graph.WithThread("i"), graph.WithResume("ada"))
 	if err != nil || !res.Interrupted() || res.Interrupts[0].Value != "age?" {
 		t.Fatalf("res %+v err %v", res, err)
 	}
 	// Stream the last resume: the result carries no interrupt.
 	var final St
-	for ev, err := range g.Stream(ctx, graph.Updates[St](), graph.Thread("i"), graph.Resume(36), graph.StreamModes(graph.ModeValues)) {
+	for ev, err := range g.Stream(ctx, graph.Updates[St](), graph.WithThread("i"), graph.WithResume(36), graph.WithStreamModes(graph.ModeValues)) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +188,7 @@ func TestInterruptAndResume(t *testing.T) {
 	if final.Name != "ada/36" || runs.Load() != 3 {
 		t.Fatalf("name %q runs %d", final.Name, runs.Load())
 	}
-	if _, err := g.Invoke(ctx, graph.Updates[St](), graph.Thread("i"), graph.Resume(1)); err == nil {
+	if _, err := g.Invoke(ctx, graph.Updates[St](), graph.WithThread("i"), graph.WithResume(1)); err == nil {
 		t.Fatal("resume with nothing pending must fail")
 	}
 }
@@ -207,18 +207,18 @@ func TestSeveralInterruptsResumeByID(t *testing.T) {
 	}
 	g := mustCompile(t, b, graph.WithSaver(checkpoint.NewMemory()))
 	ctx := context.Background()
-	res, err := g.Invoke(ctx, graph.Updates[St](), graph.Thread("m"))
+	res, err := g.Invoke(ctx, graph.Updates[St](), graph.WithThread("m"))
 	if err != nil || len(res.Interrupts) != 2 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if _, err := g.Invoke(ctx, graph.Updates[St](), graph.Thread("m"), graph.Resume("x")); err == nil || !strings.Contains(err.Error(), "ResumeByID") {
+	if _, err := g.Invoke(ctx, graph.Updates[St](), graph.WithThread("m"), graph.WithResume("x")); err == nil || !strings.Contains(err.Error(), "ResumeByID") {
 		t.Fatalf("single resume with two pending: %v", err)
 	}
 	ans := map[string]any{}
 	for _, in := range res.Interrupts {
 		ans[in.ID] = "v" + in.Value.(string)
 	}
-	res, err = g.Invoke(ctx, graph.Updates[St](), graph.Thread("m"), graph.ResumeByID(ans))
+	res, err = g.Invoke(ctx, graph.Updates[St](), graph.WithThread("m"), graph.WithResumeByID(ans))
 	if err != nil || !slices.Equal(res.State.Log, []string{"a=va", "b=vb"}) {
 		t.Fatalf("%+v %v", res.State, err)
 	}
@@ -226,9 +226,9 @@ func TestSeveralInterruptsResumeByID(t *testing.T) {
 
 func TestStaticBreakpoints(t *testing.T) {
 	b := chain(3)
-	g := mustCompile(t, b, graph.WithSaver(checkpoint.NewMemory()), graph.InterruptBefore("n1"), graph.InterruptAfter("n2"))
+	g := mustCompile(t, b, graph.WithSaver(checkpoint.NewMemory()), graph.WithInterruptBefore("n1"), graph.WithInterruptAfter("n2"))
 	ctx := context.Background()
-	res, err := g.Invoke(ctx, graph.Updates[St](), graph.Thread("bp"))
+	res, err := g.Invoke(ctx, graph.Updates[St](), graph.WithThread("bp"))
 	if err != nil || !res.Interrupted() || res.Interrupts[0].Node != "n1" || res.Interrupts[0].When != "before" {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -236,7 +236,7 @@ func TestStaticBreakpoints(t *testing.T) {
 		t.Fatalf("log %v", res.State.Log)
 	}
 	// n2 is the last node: nothing is left to pause before, so the run ends.
-	res, err = g.Invoke(ctx, graph.Updates[St](), graph.Thread("bp"))
+	res, err = g.Invoke(ctx, graph.Updates[St](), graph.WithThread("bp"))
 	if err != nil || res.Interrupted() || !slices.Equal(res.State.Log, []string{"n0", "n1", "n2"}) {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -254,11 +254,11 @@ func TestHistoryReplayAndFork(t *testing.T) {
 	saver := checkpoint.NewMemory()
 	g := mustCompile(t, b, graph.WithSaver(saver))
 	ctx := context.Background()
-	if _, err := g.Invoke(ctx, graph.Updates(Count.Set(1)), graph.Thread("h"), graph.WithMetadata("user", "u1")); err != nil {
+	if _, err := g.Invoke(ctx, graph.Updates(Count.Set(1)), graph.WithThread("h"), graph.WithMetadata("user", "u1")); err != nil {
 		t.Fatal(err)
 	}
 	var snaps []graph.Snapshot[St]
-	for s, err := range g.GetStateHistory(ctx, checkpoint.Config{ThreadID: "h"}, checkpoint.ListOptions{}) {
+	for s, err := range g.GetStateHistory(ctx, graph.WithThread("h")) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,24 +276,24 @@ func TestHistoryReplayAndFork(t *testing.T) {
 	}
 	afterA := snaps[1]
 	// Replay from after a: b runs again, the old branch stays.
-	res, err := g.Invoke(ctx, graph.Updates[St](), graph.Thread("h"), graph.AtCheckpoint(afterA.Config.CheckpointID))
+	res, err := g.Invoke(ctx, graph.Updates[St](), graph.WithThread("h"), graph.WithCheckpointID(afterA.Config.CheckpointID))
 	if err != nil || !slices.Equal(res.State.Log, []string{"a", "b1"}) || runs.Load() != 2 {
 		t.Fatalf("replay %+v %v runs=%d", res.State, err, runs.Load())
 	}
 	// Fork: change count at that checkpoint, as node a, then continue.
-	cfg, err := g.UpdateState(ctx, afterA.Config, graph.Updates(Count.Set(9)), "a")
+	cfg, err := g.UpdateState(ctx, graph.Updates(Count.Set(9)), "a", graph.WithCheckpoint(afterA.Config))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fork, _ := g.GetState(ctx, cfg)
+	fork, _ := g.GetState(ctx, graph.WithCheckpoint(cfg))
 	if fork.Metadata.Source != checkpoint.SourceUpdate || !slices.Equal(fork.Next, []string{"b"}) {
 		t.Fatalf("fork snapshot %+v", fork)
 	}
-	res, err = g.Invoke(ctx, graph.Updates[St](), graph.Thread("h"))
+	res, err = g.Invoke(ctx, graph.Updates[St](), graph.WithThread("h"))
 	if err != nil || !slices.Equal(res.State.Log, []string{"a", "b9"}) {
 		t.Fatalf("fork run %+v %v", res.State, err)
 	}
-	old, err := g.GetState(ctx, snaps[0].Config)
+	old, err := g.GetState(ctx, graph.WithCheckpoint(snaps[0].Config))
 	if err != nil || !slices.Equal(old.Values.Log, []string{"a", "b1"}) || old.Values.Count != 1 {
 		t.Fatalf("old branch changed: %+v %v", old.Values, err)
 	}
@@ -314,12 +314,12 @@ func TestOneRunPerThread(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if _, err := g.Invoke(context.Background(), graph.Updates[St](), graph.Thread("busy")); err != nil {
+		if _, err := g.Invoke(context.Background(), graph.Updates[St](), graph.WithThread("busy")); err != nil {
 			t.Error(err)
 		}
 	}()
 	<-entered
-	_, err := g.Invoke(context.Background(), graph.Updates[St](), graph.Thread("busy"))
+	_, err := g.Invoke(context.Background(), graph.Updates[St](), graph.WithThread("busy"))
 	close(release)
 	wg.Wait()
 	if !errors.Is(err, checkpoint.ErrThreadBusy) {
@@ -346,7 +346,7 @@ func TestCheckpointBytesGrowLinearly(t *testing.T) {
 		b.AddEdge(graph.START, "reply")
 		g := mustCompile(t, b, graph.WithSaver(s))
 		for i := 0; i < n; i++ {
-			if _, err := g.Invoke(context.Background(), graph.Updates(Log.Add(strings.Repeat("u", 200))), graph.Thread("lin")); err != nil {
+			if _, err := g.Invoke(context.Background(), graph.Updates(Log.Add(strings.Repeat("u", 200))), graph.WithThread("lin")); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -132,7 +132,7 @@ func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], o
 	yield := r.yield
 	r.rc.modes = ModeUpdates
 	for _, o := range opts {
-		o(&r.rc)
+		o.applyRun(&r.rc)
 	}
 	cfg := &r.rc.cfg
 	if cfg.RecursionLimit < 0 {

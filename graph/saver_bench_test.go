@@ -67,7 +67,7 @@ func BenchmarkGrowth(b *testing.B) {
 					i := 0
 					for b.Loop() {
 						i++
-						if _, err := g.Invoke(ctx, graph.Updates(Log.Add("go")), graph.Thread(fmt.Sprint(i)), graph.WithDurability(d), graph.RecursionLimit(3*turns)); err != nil {
+						if _, err := g.Invoke(ctx, graph.Updates(Log.Add("go")), graph.WithThread(fmt.Sprint(i)), graph.WithDurability(d), graph.WithRecursionLimit(3*turns)); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -88,7 +88,7 @@ func BenchmarkBoltFileSize(b *testing.B) {
 			b.Fatal(err)
 		}
 		g := mustCompile(b, chatLoop(1000), graph.WithSaver(saver))
-		res, err := g.Invoke(context.Background(), graph.Updates(Log.Add("go")), graph.Thread("t"), graph.WithDurability(graph.DurabilitySync))
+		res, err := g.Invoke(context.Background(), graph.Updates(Log.Add("go")), graph.WithThread("t"), graph.WithDurability(graph.DurabilitySync))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func BenchmarkResumeColdThread(b *testing.B) {
 			saver := sc.open(b)
 			g := mustCompile(b, chatLoop(1000), graph.WithSaver(saver))
 			ctx := context.Background()
-			if _, err := g.Invoke(ctx, graph.Updates(Log.Add("go")), graph.Thread("t"), graph.WithDurability(graph.DurabilitySync)); err != nil {
+			if _, err := g.Invoke(ctx, graph.Updates(Log.Add("go")), graph.WithThread("t"), graph.WithDurability(graph.DurabilitySync)); err != nil {
 				b.Fatal(err)
 			}
 			fresh := mustCompile(b, chatLoop(1000), graph.WithSaver(saver))
@@ -119,7 +119,7 @@ func BenchmarkResumeColdThread(b *testing.B) {
 			for b.Loop() {
 				// A new compiled graph each time has no cache.
 				fresh = mustCompile(b, chatLoop(1000), graph.WithSaver(saver))
-				snap, err := fresh.GetState(ctx, checkpoint.Config{ThreadID: "t"})
+				snap, err := fresh.GetState(ctx, graph.WithThread("t"))
 				if err != nil || len(snap.Values.Log) != 2000 {
 					b.Fatal(err, len(snap.Values.Log))
 				}

@@ -62,9 +62,18 @@ func (g *Graph[S]) stateRunner(ctx context.Context, cfg checkpoint.Config, take 
 	return r, st, nil
 }
 
-// GetState returns the thread's state at cfg (its latest checkpoint when
-// cfg.CheckpointID is empty).
-func (g *Graph[S]) GetState(ctx context.Context, cfg checkpoint.Config) (Snapshot[S], error) {
+// GetState returns the state of the thread named by WithThread, at its
+// latest checkpoint or at the one WithCheckpointID names.
+func (g *Graph[S]) GetState(ctx context.Context, opts ...StateOption) (Snapshot[S], error) {
+	var sc stateConfig
+	for _, o := range opts {
+		o.applyState(&sc)
+	}
+	return g.getState(ctx, sc)
+}
+
+func (g *Graph[S]) getState(ctx context.Context, sc stateConfig) (Snapshot[S], error) {
+	cfg := sc.addr
 	r, st, err := g.stateRunner(ctx, cfg, false)
 	if r != nil {
 		defer r.p.close()
@@ -103,21 +112,31 @@ func (r *runner[S]) snapshot(st *loadedState[S]) (Snapshot[S], error) {
 	return snap, nil
 }
 
-// GetStateHistory yields the thread's checkpoints as snapshots, newest
-// first. It needs a saver that implements checkpoint.Lister.
-func (g *Graph[S]) GetStateHistory(ctx context.Context, cfg checkpoint.Config, opts checkpoint.ListOptions) iter.Seq2[Snapshot[S], error] {
+// GetStateHistory yields the checkpoints of the thread named by WithThread
+// as snapshots, newest first. It needs a saver that implements
+// checkpoint.Lister.
+func (g *Graph[S]) GetStateHistory(ctx context.Context, opts ...HistoryOption) iter.Seq2[Snapshot[S], error] {
+	var hc historyConfig
+	for _, o := range opts {
+		o.applyHistory(&hc)
+	}
+	cfg := hc.addr
 	return func(yield func(Snapshot[S], error) bool) {
+		if cfg.ThreadID == "" {
+			yield(Snapshot[S]{}, ErrNoThread)
+			return
+		}
 		l, ok := g.opts.saver.(checkpoint.Lister)
 		if !ok {
 			yield(Snapshot[S]{}, errors.New("graph: GetStateHistory: the saver cannot list checkpoints (it does not implement checkpoint.Lister)"))
 			return
 		}
-		for t, err := range l.List(ctx, cfg, opts) {
+		for t, err := range l.List(ctx, cfg, hc.list) {
 			if err != nil {
 				yield(Snapshot[S]{}, err)
 				return
 			}
-			snap, err := g.GetState(ctx, t.Config)
+			snap, err := g.getState(ctx, stateConfig{addr: t.Config})
 			if !yield(snap, err) || err != nil {
 				return
 			}
@@ -125,13 +144,18 @@ func (g *Graph[S]) GetStateHistory(ctx context.Context, cfg checkpoint.Config, o
 	}
 }
 
-// UpdateState writes upd to the thread at cfg as if node asNode had returned
+// UpdateState writes upd to the thread named by WithThread (at its latest
+// checkpoint, or the one WithCheckpointID names) as if node asNode had returned
 // it: the writes go through the keys' reducers, a new checkpoint (source
 // "update") is stored after cfg's checkpoint, and asNode's edges decide what
 // runs next when the thread continues. asNode START treats upd as input; END
 // leaves nothing to run. Updating an old checkpoint forks the thread there:
 // the old branch stays as it was.
-func (g *Graph[S]) UpdateState(ctx context.Context, cfg checkpoint.Config, upd Update[S], asNode string) (checkpoint.Config, error) {
+func (g *Graph[S]) UpdateState(ctx context.Context, upd Update[S], asNode string, opts ...ThreadOption) (checkpoint.Config, error) {
+	var cfg checkpoint.Config
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if l, ok := g.opts.saver.(checkpoint.ThreadLocker); ok && cfg.ThreadID != "" {
 		unlock, err := l.TryLock(cfg.ThreadID)
 		if err != nil {

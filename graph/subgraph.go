@@ -18,7 +18,7 @@ func Subgraph[P, C any](child *Graph[C], in func(ctx context.Context, p P) (C, e
 		}
 		opts := []RunOption{}
 		if cfg, ok := ConfigFrom(ctx); ok {
-			opts = append(opts, Thread(cfg.ThreadID), RunID(cfg.RunID), RecursionLimit(cfg.RecursionLimit))
+			opts = append(opts, WithThread(cfg.ThreadID), WithRunID(cfg.RunID), WithRecursionLimit(cfg.RecursionLimit))
 			for k, v := range cfg.Values {
 				opts = append(opts, WithValue(k, v))
 			}

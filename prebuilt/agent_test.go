@@ -46,7 +46,7 @@ func TestReactAgentCodeActTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	ask := func(thread, text string) []model.Message {
-		res, err := agent.Invoke(ctx, graph.Updates(Messages.Add(model.User(text))), graph.Thread(thread))
+		res, err := agent.Invoke(ctx, graph.Updates(Messages.Add(model.User(text))), graph.WithThread(thread))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +118,7 @@ func TestReactAgentStreamsMessages(t *testing.T) {
 		update []string
 	)
 	for ev, err := range agent.Stream(context.Background(), graph.Updates(Messages.Add(model.User("what is 6*7?"))),
-		graph.StreamModes(graph.ModeMessages|graph.ModeUpdates), graph.Thread("s")) {
+		graph.WithStreamModes(graph.ModeMessages|graph.ModeUpdates), graph.WithThread("s")) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +221,7 @@ func TestReactAgentDurableInBolt(t *testing.T) {
 		return graph.Updates(Messages.Add(model.Message{Role: model.RoleUser, Content: text}))
 	}
 	saver, agent := open()
-	res, err := agent.Invoke(ctx, userText("print(1)"), graph.Thread("7"))
+	res, err := agent.Invoke(ctx, userText("print(1)"), graph.WithThread("7"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,14 +232,14 @@ func TestReactAgentDurableInBolt(t *testing.T) {
 
 	saver, agent = open()
 	defer saver.Close()
-	snap, err := agent.GetState(ctx, checkpoint.Config{ThreadID: "7"})
+	snap, err := agent.GetState(ctx, graph.WithThread("7"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(snap.Values.Messages, before) {
 		t.Fatalf("reopened thread differs:\n got %+v\nwant %+v", snap.Values.Messages, before)
 	}
-	res, err = agent.Invoke(ctx, userText("print(2)"), graph.Thread("7"))
+	res, err = agent.Invoke(ctx, userText("print(2)"), graph.WithThread("7"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func benchmarkReact(b *testing.B, turns int, saver *checkpoint.Memory) {
 	for b.Loop() {
 		thread := fmt.Sprint("bench-", i)
 		i++
-		res, err := agent.Invoke(ctx, graph.Updates(Messages.Add(model.User("hi"))), graph.Thread(thread), graph.RecursionLimit(1<<20))
+		res, err := agent.Invoke(ctx, graph.Updates(Messages.Add(model.User("hi"))), graph.WithThread(thread), graph.WithRecursionLimit(1<<20))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -105,7 +105,7 @@ func BenchmarkToolNode10Parallel(b *testing.B) {
 		calls = append(calls, model.ToolCall{ID: fmt.Sprint("call_", i), Name: "weather", Arguments: json.RawMessage(fmt.Sprintf(`{"city":"City %d","days":3}`, i))})
 	}
 	s := MessagesState{Messages: []model.Message{model.User("weather?"), model.Assistant("", calls...)}}
-	ctx := graph.WithConfig(context.Background(), graph.Config{ThreadID: "bench"})
+	ctx := graph.ContextWithConfig(context.Background(), graph.Config{ThreadID: "bench"})
 	b.ReportAllocs()
 	for b.Loop() {
 		u, err := tn.Run(ctx, s)

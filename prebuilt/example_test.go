@@ -30,7 +30,7 @@ func ExampleNewTool() {
 	fmt.Println(string(weather.Spec().Parameters))
 
 	// Called directly, without a graph, with a run config.
-	ctx := graph.WithConfig(context.Background(), graph.Config{ThreadID: "1"})
+	ctx := graph.ContextWithConfig(context.Background(), graph.Config{ThreadID: "1"})
 	out, err := weather.Call(ctx, json.RawMessage(`{"city":"Paris"}`))
 	fmt.Println(out, err)
 
@@ -60,7 +60,7 @@ func ExampleNewReactAgent() {
 		panic(err)
 	}
 	res, err := agent.Invoke(context.Background(),
-		graph.Updates(prebuilt.Messages.Add(model.User("print(6*7)"))), graph.Thread("1"))
+		graph.Updates(prebuilt.Messages.Add(model.User("print(6*7)"))), graph.WithThread("1"))
 	if err != nil {
 		panic(err)
 	}
@@ -90,7 +90,7 @@ func ExampleNewReactAgent_streaming() {
 		panic(err)
 	}
 	in := graph.Updates(prebuilt.Messages.Add(model.User("The answer?")))
-	for ev, err := range agent.Stream(context.Background(), in, graph.StreamModes(graph.ModeMessages)) {
+	for ev, err := range agent.Stream(context.Background(), in, graph.WithStreamModes(graph.ModeMessages)) {
 		if err != nil {
 			panic(err)
 		}

@@ -160,7 +160,7 @@ func TestAddMessagesRebuildKeepsIDs(t *testing.T) {
 	var res graph.Result[MessagesState]
 	var err error
 	for _, text := range []string{"one", "two"} {
-		res, err = g.Invoke(ctx, graph.Updates(Messages.Add(model.Message{Role: model.RoleUser, Content: text})), graph.Thread("t"))
+		res, err = g.Invoke(ctx, graph.Updates(Messages.Add(model.Message{Role: model.RoleUser, Content: text})), graph.WithThread("t"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestAddMessagesRebuildKeepsIDs(t *testing.T) {
 	if len(res.State.Messages) != 4 {
 		t.Fatalf("got %d messages, want 4", len(res.State.Messages))
 	}
-	snap, err := build().GetState(ctx, checkpoint.Config{ThreadID: "t"})
+	snap, err := build().GetState(ctx, graph.WithThread("t"))
 	if err != nil {
 		t.Fatal(err)
 	}

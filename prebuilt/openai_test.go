@@ -107,7 +107,7 @@ func TestReactAgentOverOpenAIWire(t *testing.T) {
 	in := graph.Updates(Messages.Add(model.User("what is 6*7?")))
 
 	// Invoke: no streaming.
-	res, err := agent.Invoke(context.Background(), in, graph.Thread("t1"))
+	res, err := agent.Invoke(context.Background(), in, graph.WithThread("t1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestReactAgentOverOpenAIWire(t *testing.T) {
 	// Stream: the model's tokens reach the stream from the agent node.
 	var text strings.Builder
 	var calls model.ToolCallAssembler
-	for ev, err := range agent.Stream(context.Background(), in, graph.StreamModes(graph.ModeMessages), graph.Thread("t2")) {
+	for ev, err := range agent.Stream(context.Background(), in, graph.WithStreamModes(graph.ModeMessages), graph.WithThread("t2")) {
 		if err != nil {
 			t.Fatal(err)
 		}

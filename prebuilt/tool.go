@@ -221,7 +221,7 @@ type toolCall struct {
 
 // Interrupt pauses the run from inside a tool, as graph.Interrupt does from
 // a node: the first time it returns an error that the tool must return; when
-// the caller resumes with graph.Resume(v), the ToolNode runs its calls again
+// the caller resumes with graph.WithResume(v), the ToolNode runs its calls again
 // and this call returns v. Tools use it rather than graph.Interrupt because
 // a ToolNode turns a tool's other errors into tool messages, which would
 // swallow the pause.

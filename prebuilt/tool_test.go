@@ -103,7 +103,7 @@ func TestNewToolRejects(t *testing.T) {
 
 func TestToolCallDirect(t *testing.T) {
 	tool := newPyTool(t)
-	ctx := graph.WithConfig(context.Background(), graph.Config{ThreadID: "1"})
+	ctx := graph.ContextWithConfig(context.Background(), graph.Config{ThreadID: "1"})
 	got, err := tool.Call(ctx, json.RawMessage(`{"code":"print(1)"}`))
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ func runTools(t *testing.T, ctx context.Context, tools []*Tool, calls []model.To
 		t.Fatal(err)
 	}
 	in := graph.Updates(noteMessages.Add(model.User("go"), model.Assistant("", calls...)))
-	res, err := g.Invoke(ctx, in, graph.Thread("th-1"))
+	res, err := g.Invoke(ctx, in, graph.WithThread("th-1"))
 	return res.State, err
 }
 
@@ -350,21 +350,21 @@ func TestToolNodeInterrupt(t *testing.T) {
 	}
 	in := graph.Updates(noteMessages.Add(model.User("clean up"), model.Assistant("",
 		call("1", "delete_files", `{"path":"/tmp/a"}`), call("2", "delete_files", `{"path":"/tmp/b"}`))))
-	res, err := g.Invoke(ctx, in, graph.Thread("i"))
+	res, err := g.Invoke(ctx, in, graph.WithThread("i"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.Interrupted() || res.Interrupts[0].Value != "delete /tmp/a?" {
 		t.Fatalf("first pause: %+v", res.Interrupts)
 	}
-	res, err = g.Invoke(ctx, graph.Update[noteState]{}, graph.Thread("i"), graph.Resume("yes"))
+	res, err = g.Invoke(ctx, graph.Update[noteState]{}, graph.WithThread("i"), graph.WithResume("yes"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.Interrupted() || res.Interrupts[0].Value != "delete /tmp/b?" {
 		t.Fatalf("second pause: %+v", res.Interrupts)
 	}
-	res, err = g.Invoke(ctx, graph.Update[noteState]{}, graph.Thread("i"), graph.Resume("no"))
+	res, err = g.Invoke(ctx, graph.Update[noteState]{}, graph.WithThread("i"), graph.WithResume("no"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func Example() {
 	reg := sandboxtool.New(backend)
 	runPython := reg.RunPython() // give it to prebuilt.NewToolNode, or call it directly:
 
-	ctx := graph.WithConfig(context.Background(), graph.Config{ThreadID: "1"})
+	ctx := graph.ContextWithConfig(context.Background(), graph.Config{ThreadID: "1"})
 	for _, code := range []string{
 		"import os; open('hello.txt', 'w').write('hi'); print(os.getcwd())",
 		"print(open('hello.txt').read())",
@@ -87,7 +87,7 @@ func ExampleRegistry_RunPython() {
 		{"b", "import os; print(os.listdir('.'))"},
 	} {
 		res, err := agent.Invoke(context.Background(),
-			graph.Updates(prebuilt.Messages.Add(model.User(turn.code))), graph.Thread(turn.thread))
+			graph.Updates(prebuilt.Messages.Add(model.User(turn.code))), graph.WithThread(turn.thread))
 		if err != nil {
 			panic(err)
 		}

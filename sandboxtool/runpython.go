@@ -49,7 +49,7 @@ func (r *Registry) Run(ctx context.Context, code string) (string, error) {
 	threadID := graph.ThreadIDFrom(ctx)
 	if threadID == "" {
 		return "", fmt.Errorf("%w: %s runs code in the thread's own sandbox, so it needs the run's thread id: "+
-			"invoke the graph with graph.Thread(id), or call the tool with a ctx from graph.WithConfig", graph.ErrNoThread, ToolName)
+			"invoke the graph with graph.WithThread(id), or call the tool with a ctx from graph.WithConfig", graph.ErrNoThread, ToolName)
 	}
 	timeout, err := r.runTimeout()
 	if err != nil {

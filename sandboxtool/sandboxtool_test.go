@@ -42,7 +42,7 @@ func closeAll(t *testing.T, reg *sandboxtool.Registry) {
 }
 
 func onThread(id string) context.Context {
-	return graph.WithConfig(context.Background(), graph.Config{ThreadID: id})
+	return graph.ContextWithConfig(context.Background(), graph.Config{ThreadID: id})
 }
 
 func call(t *testing.T, tool *prebuilt.Tool, ctx context.Context, code string) string {
@@ -398,7 +398,7 @@ func TestInGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := g.Invoke(context.Background(), graph.Updates(prebuilt.Messages.Add(model.User("print(6 * 7)"))), graph.Thread("g"))
+	res, err := g.Invoke(context.Background(), graph.Updates(prebuilt.Messages.Add(model.User("print(6 * 7)"))), graph.WithThread("g"))
 	if err != nil {
 		t.Fatal(err)
 	}

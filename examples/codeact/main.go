@@ -113,7 +113,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 	a := asker{g: agent, stdout: stdout, stderr: stderr, progress: cfg.Progress}
 
 	// 1. The tool on its own, no graph.
-	out, err := runPython.Call(graph.WithConfig(ctx, graph.Config{ThreadID: "1"}),
+	out, err := runPython.Call(graph.ContextWithConfig(ctx, graph.Config{ThreadID: "1"}),
 		codeArgs("import platform, os; print(platform.python_version(), os.getcwd())"))
 	if err != nil {
 		return err
@@ -200,7 +200,7 @@ func (a asker) ask(ctx context.Context, thread, text string) error {
 	start := time.Now()
 	var last prebuilt.MessagesState
 	input := graph.Updates(prebuilt.Messages.Add(model.User(text)))
-	for ev, err := range a.g.Stream(ctx, input, graph.Thread(thread), graph.StreamModes(graph.ModeUpdates|graph.ModeValues)) {
+	for ev, err := range a.g.Stream(ctx, input, graph.WithThread(thread), graph.WithStreamModes(graph.ModeUpdates|graph.ModeValues)) {
 		if err != nil {
 			return fmt.Errorf("thread %s: %w", thread, err)
 		}

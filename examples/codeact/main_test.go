@@ -178,7 +178,7 @@ func TestSecondRunContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, thread := range []string{"1", "2"} {
-		snap, err := g.GetState(context.Background(), checkpoint.Config{ThreadID: thread})
+		snap, err := g.GetState(context.Background(), graph.WithThread(thread))
 		if err != nil {
 			t.Fatal(err)
 		}
