@@ -18,6 +18,9 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		ToolError("call_1", "run_python", "boom"),
 		Remove("msg_1"),
 		{ID: "x", Role: RoleAssistant, Name: "bob", ToolCalls: []ToolCall{}},
+		{Role: RoleAssistant, Content: "a", Usage: &Usage{}},
+		{Role: RoleAssistant, Usage: &Usage{InputTokens: 3, OutputTokens: -1, TotalTokens: 1 << 40, CacheWriteTokens: 7}},
+		{Role: RoleAssistant, Usage: &Usage{InputTokens: 3, CacheReadTokens: 2, ReasoningTokens: 9}},
 	}
 	for _, m := range msgs {
 		want, err := json.Marshal(m)
@@ -27,6 +30,9 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		got, err := m.AppendJSON(nil)
 		if err != nil || string(got) != string(want) {
 			t.Errorf("AppendJSON = %s (%v)\nencoding/json = %s", got, err, want)
+		}
+		if n := m.JSONSize(); m.Usage != nil && n < len(want) {
+			t.Errorf("JSONSize = %d, below the encoding's %d bytes", n, len(want))
 		}
 	}
 	bad := Assistant("", ToolCall{ID: "c", Name: "t", Arguments: json.RawMessage(`{"a":`)})

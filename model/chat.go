@@ -55,21 +55,62 @@ type Request struct {
 	Temperature *float64
 	// MaxTokens bounds the completion's length; 0 means no bound.
 	MaxTokens int
+	// ResponseFormat, when set, asks for an answer that is one JSON value
+	// matching its schema; see NewOutput.
+	ResponseFormat *ResponseFormat
 }
 
-// Usage counts the tokens a call consumed.
+// Usage counts the tokens a call consumed, or the sum over several calls.
+// InputTokens counts the whole prompt, cached tokens included; OutputTokens
+// counts the whole completion, reasoning tokens included. The breakdowns are
+// parts of those counts, set where the API reports them: CacheReadTokens of
+// the input were read from the provider's prompt cache, CacheWriteTokens were
+// written to it, and ReasoningTokens of the output were spent on hidden
+// reasoning.
+//
+// The JSON encoding is stored with assistant messages in checkpoints: fields
+// may be added, never renamed.
 type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
+	InputTokens      int `json:"input_tokens"`
+	OutputTokens     int `json:"output_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	CacheReadTokens  int `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+	ReasoningTokens  int `json:"reasoning_tokens,omitempty"`
 }
 
 // Add returns the sum of u and v, for totals over several calls.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{u.PromptTokens + v.PromptTokens, u.CompletionTokens + v.CompletionTokens, u.TotalTokens + v.TotalTokens}
+	return Usage{
+		InputTokens:      u.InputTokens + v.InputTokens,
+		OutputTokens:     u.OutputTokens + v.OutputTokens,
+		TotalTokens:      u.TotalTokens + v.TotalTokens,
+		CacheReadTokens:  u.CacheReadTokens + v.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+		ReasoningTokens:  u.ReasoningTokens + v.ReasoningTokens,
+	}
 }
 
-// Response is a model's whole answer: one assistant message.
+// IsZero reports whether u counts nothing, which is what a backend that
+// reports no usage returns.
+func (u Usage) IsZero() bool { return u == Usage{} }
+
+// TotalUsage sums the usage the messages carry (see Message.Usage): the
+// tokens a conversation's model calls consumed. Messages without usage count
+// nothing.
+func TotalUsage(msgs []Message) Usage {
+	var total Usage
+	for i := range msgs {
+		if u := msgs[i].Usage; u != nil {
+			total = total.Add(*u)
+		}
+	}
+	return total
+}
+
+// Response is a model's whole answer: one assistant message. When the
+// backend reports usage, Usage holds it and Message.Usage points to a copy,
+// so the count travels with the message into a conversation's state.
 type Response struct {
 	Message Message
 	Usage   Usage

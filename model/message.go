@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 
 	"github.com/agentgraph/agentgraph/internal/jsonenc"
 )
@@ -61,6 +62,10 @@ type Message struct {
 	Name string `json:"name,omitempty"`
 	// Status is set on tool messages.
 	Status ToolStatus `json:"status,omitempty"`
+	// Usage is set on an assistant message a model produced, when the
+	// backend reported the tokens the call consumed. It is never sent back
+	// to a model. TotalUsage sums it over a conversation.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // AppendJSON appends m's JSON encoding — exactly what encoding/json writes
@@ -120,6 +125,10 @@ func (m *Message) AppendJSON(b []byte) ([]byte, error) {
 		field("status")
 		b = jsonenc.String(b, string(m.Status))
 	}
+	if u := m.Usage; u != nil {
+		field("usage")
+		b = u.appendJSON(b)
+	}
 	return append(b, '}'), nil
 }
 
@@ -130,6 +139,10 @@ func (m *Message) JSONSize() int {
 		len(m.ID) + len(m.Role) + len(m.Content) + len(m.ToolCallID) + len(m.Name) + len(m.Status)
 	for _, c := range m.ToolCalls {
 		n += len(`,"tool_calls":[{"id":"","name":"","arguments":}]`) + len(c.ID) + len(c.Name) + len(c.Arguments)
+	}
+	if m.Usage != nil {
+		var buf [160]byte
+		n += len(`,"usage":`) + len(m.Usage.appendJSON(buf[:0]))
 	}
 	return n
 }
@@ -195,4 +208,26 @@ func Arguments(text string) json.RawMessage {
 	}
 	quoted, _ := json.Marshal(text) // a string always marshals
 	return quoted
+}
+
+// appendJSON appends u's JSON encoding, exactly as encoding/json writes it.
+func (u *Usage) appendJSON(b []byte) []byte {
+	b = append(b, `{"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.InputTokens), 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.OutputTokens), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
+	for _, f := range [...]struct {
+		name string
+		n    int
+	}{{"cache_read_tokens", u.CacheReadTokens}, {"cache_write_tokens", u.CacheWriteTokens}, {"reasoning_tokens", u.ReasoningTokens}} {
+		if f.n != 0 {
+			b = append(b, ',', '"')
+			b = append(b, f.name...)
+			b = append(b, '"', ':')
+			b = strconv.AppendInt(b, int64(f.n), 10)
+		}
+	}
+	return append(b, '}')
 }

@@ -30,6 +30,9 @@ func goldenMessages() []model.Message {
 		{ID: "msg_tool", Role: model.RoleTool, Content: "1\n", ToolCallID: "call_2", Name: "run_python", Status: model.StatusOK},
 		{ID: "msg_err", Role: model.RoleTool, Content: "boom", ToolCallID: "call_3", Name: "noop", Status: model.StatusError},
 		{ID: "msg_reply", Role: model.RoleAssistant, Content: "Tool said:\n1\n"},
+		{ID: "msg_used", Role: model.RoleAssistant, Content: "done", Usage: &model.Usage{
+			InputTokens: 1200, OutputTokens: 80, TotalTokens: 1280, CacheReadTokens: 1024, CacheWriteTokens: 64, ReasoningTokens: 32}},
+		{ID: "msg_used2", Role: model.RoleAssistant, Content: "ok", Usage: &model.Usage{InputTokens: 5, OutputTokens: 1, TotalTokens: 6}},
 		{ID: "msg_user", Role: model.RoleRemove},
 		{ID: model.RemoveAllID, Role: model.RoleRemove},
 	}
@@ -208,9 +211,25 @@ func TestToolChoice(t *testing.T) {
 }
 
 func TestUsageAdd(t *testing.T) {
-	got := model.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3}.Add(model.Usage{PromptTokens: 10, CompletionTokens: 20, TotalTokens: 30})
-	if got != (model.Usage{PromptTokens: 11, CompletionTokens: 22, TotalTokens: 33}) {
+	a := model.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3, CacheReadTokens: 4, CacheWriteTokens: 5, ReasoningTokens: 6}
+	b := model.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 30, CacheReadTokens: 40, CacheWriteTokens: 50, ReasoningTokens: 60}
+	if got := a.Add(b); got != (model.Usage{InputTokens: 11, OutputTokens: 22, TotalTokens: 33, CacheReadTokens: 44, CacheWriteTokens: 55, ReasoningTokens: 66}) {
 		t.Fatalf("got %+v", got)
+	}
+	if !(model.Usage{}).IsZero() || a.IsZero() || (model.Usage{ReasoningTokens: 1}).IsZero() {
+		t.Fatal("IsZero wrong")
+	}
+}
+
+func TestTotalUsage(t *testing.T) {
+	if got := model.TotalUsage(nil); !got.IsZero() {
+		t.Fatalf("TotalUsage(nil) = %+v", got)
+	}
+	// The golden conversation holds two assistant messages with usage and
+	// six messages without.
+	want := model.Usage{InputTokens: 1205, OutputTokens: 81, TotalTokens: 1286, CacheReadTokens: 1024, CacheWriteTokens: 64, ReasoningTokens: 32}
+	if got := model.TotalUsage(goldenMessages()); got != want {
+		t.Fatalf("TotalUsage = %+v, want %+v", got, want)
 	}
 }
 

@@ -68,7 +68,7 @@ func TestCollect(t *testing.T) {
 	partial, err := model.Collect(seqOf([]model.Chunk{
 		{Delta: "a"},
 		{ToolCalls: []model.ToolCallDelta{{Index: 0, ID: "c", Name: "t", Arguments: `{}`}}},
-		{Usage: &model.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3}},
+		{Usage: &model.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}},
 	}, nil))
 	if !errors.Is(err, model.ErrNoDone) {
 		t.Fatalf("got %v, want ErrNoDone", err)

@@ -250,7 +250,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.C
 }
 
 func usage(u goopenai.Usage) model.Usage {
-	return model.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	return model.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
 }
 
 // request translates req into the wire request.

@@ -230,7 +230,7 @@ func TestGenerateRequestAndResponse(t *testing.T) {
 	if resp.Message.Role != model.RoleAssistant || resp.Message.Content != "" || !strings.HasPrefix(resp.Message.ID, "msg_") {
 		t.Errorf("message %+v", resp.Message)
 	}
-	if resp.Usage != (model.Usage{PromptTokens: 82, CompletionTokens: 17, TotalTokens: 99}) || resp.FinishReason != "tool_calls" {
+	if resp.Usage != (model.Usage{InputTokens: 82, OutputTokens: 17, TotalTokens: 99}) || resp.FinishReason != "tool_calls" {
 		t.Errorf("usage %+v finish %q", resp.Usage, resp.FinishReason)
 	}
 }
@@ -364,7 +364,7 @@ func TestStreamAssemblesToolCalls(t *testing.T) {
 	if text.String() != "Let me check." || pieces != 6 {
 		t.Errorf("text %q, %d tool-call pieces", text.String(), pieces)
 	}
-	if usage == nil || *usage != (model.Usage{PromptTokens: 20, CompletionTokens: 30, TotalTokens: 50}) {
+	if usage == nil || *usage != (model.Usage{InputTokens: 20, OutputTokens: 30, TotalTokens: 50}) {
 		t.Errorf("usage chunk %+v", usage)
 	}
 	if done == nil {

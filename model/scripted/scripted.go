@@ -94,6 +94,17 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	if resp.Message.Role == "" {
 		resp.Message.Role = model.RoleAssistant
 	}
+	// Usage travels with the message, as adapters report it; a step may
+	// give it in either place.
+	switch {
+	case resp.Message.Usage != nil:
+		resp.Usage = *resp.Message.Usage
+		u := resp.Usage
+		resp.Message.Usage = &u
+	case !resp.Usage.IsZero():
+		u := resp.Usage
+		resp.Message.Usage = &u
+	}
 	return resp, nil
 }
 
@@ -159,7 +170,7 @@ func chunks(resp model.Response) []model.Chunk {
 			}
 		}
 	}
-	if resp.Usage != (model.Usage{}) {
+	if !resp.Usage.IsZero() {
 		u := resp.Usage
 		out = append(out, model.Chunk{Usage: &u})
 	}

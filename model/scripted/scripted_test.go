@@ -111,7 +111,7 @@ func TestStreamMatchesGenerate(t *testing.T) {
 	call := model.ToolCall{ID: "call_9", Name: "run_python", Arguments: json.RawMessage(`{"code":"print('hi there')"}`)}
 	resp := model.Response{
 		Message:      model.Message{ID: "msg_fixed", Role: model.RoleAssistant, Content: "Let me run\nthat for you.", ToolCalls: []model.ToolCall{call}},
-		Usage:        model.Usage{PromptTokens: 5, CompletionTokens: 7, TotalTokens: 12},
+		Usage:        model.Usage{InputTokens: 5, OutputTokens: 7, TotalTokens: 12},
 		FinishReason: "tool_calls",
 	}
 	m := scripted.New(scripted.Respond(resp))
@@ -142,8 +142,11 @@ func TestStreamMatchesGenerate(t *testing.T) {
 	if n < 5 {
 		t.Fatalf("only %d chunks; content should arrive in pieces", n)
 	}
-	if done == nil || !reflect.DeepEqual(*done, resp) {
-		t.Fatalf("Done = %+v, want %+v", done, resp)
+	// The message carries the response's usage.
+	want := resp
+	want.Message.Usage = &model.Usage{InputTokens: 5, OutputTokens: 7, TotalTokens: 12}
+	if done == nil || !reflect.DeepEqual(*done, want) {
+		t.Fatalf("Done = %+v, want %+v", done, want)
 	}
 	if text.String() != resp.Message.Content || !reflect.DeepEqual(calls.Calls(), resp.Message.ToolCalls) || *usage != resp.Usage {
 		t.Fatalf("deltas do not add up: %q %+v %+v", text.String(), calls.Calls(), usage)
