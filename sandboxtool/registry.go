@@ -13,8 +13,8 @@ import (
 	"github.com/agentgraph/agentgraph/sandbox"
 )
 
-// Environment variables read when the matching option is not given. RUN_TIMEOUT is read at every call, so a
-// program may change it between calls.
+// Environment variables read by WithSettingsFromEnv, as the sandbox guide's tool reads them. Without that
+// option a Registry reads neither.
 const (
 	EnvPrefix  = "SANDBOX_PREFIX"
 	EnvTimeout = "RUN_TIMEOUT"
@@ -52,25 +52,41 @@ type Closed struct {
 // String reads like the guide's cleanup line: "deleted sb_x (1)".
 func (c Closed) String() string { return fmt.Sprintf("%s %s (%s)", c.Action, c.SandboxID, c.ThreadID) }
 
-// Option configures New.
+// Option configures New. Options apply in order, so a later one overrides what an earlier one set.
 type Option func(*Registry)
 
 // WithPrefix sets the sandbox name prefix (the name is prefix + thread id). Without it the prefix is
-// $SANDBOX_PREFIX, read once by New, else DefaultPrefix.
-func WithPrefix(p string) Option { return func(r *Registry) { r.prefix, r.prefixSet = p, true } }
+// DefaultPrefix.
+func WithPrefix(p string) Option { return func(r *Registry) { r.prefix = p } }
 
-// WithTimeout sets the wall-clock limit of each run, 1 s to 600 s. Without it every call reads $RUN_TIMEOUT
-// (whole seconds), else uses DefaultTimeout.
-func WithTimeout(d time.Duration) Option { return func(r *Registry) { r.timeout = d } }
+// WithTimeout sets the wall-clock limit of each run, 1 s to 600 s; zero means DefaultTimeout, which is also
+// the limit without this option.
+func WithTimeout(d time.Duration) Option {
+	return func(r *Registry) { r.timeout, r.timeoutFromEnv = d, false }
+}
+
+// WithSettingsFromEnv makes the Registry take its settings from the environment as the sandbox guide's tool
+// does: the prefix from $SANDBOX_PREFIX, read once by New, and each run's timeout from $RUN_TIMEOUT (whole
+// seconds, 1 to 600), read at every call so that a program may change it between calls. While a variable is
+// unset (RUN_TIMEOUT: or empty) its setting stays as it was: DefaultPrefix and DefaultTimeout, or what an
+// earlier WithPrefix or WithTimeout set. A later WithPrefix or WithTimeout wins over the variable.
+func WithSettingsFromEnv() Option {
+	return func(r *Registry) {
+		if p, ok := os.LookupEnv(EnvPrefix); ok {
+			r.prefix = p
+		}
+		r.timeoutFromEnv = true
+	}
+}
 
 // WithCreateOptions sets what new sandboxes are created with. Name is always prefix + thread id; a zero TTL
 // means DefaultTTL and a zero Size means DefaultSize. Set HostNetwork to let the model's programs install
 // packages.
 func WithCreateOptions(o sandbox.CreateOptions) Option { return func(r *Registry) { r.create = o } }
 
-// Keep makes Close stop sandboxes instead of deleting them, so their files wait for the thread's next run
-// (in this process or after a restart).
-func Keep() Option { return func(r *Registry) { r.keep = true } }
+// WithStopOnClose makes Close stop sandboxes instead of deleting them, so their files wait for the thread's
+// next run (in this process or after a restart).
+func WithStopOnClose() Option { return func(r *Registry) { r.keep = true } }
 
 // Registry maps graph threads to sandboxes of one backend: the sandbox of thread T is named prefix + T. The
 // first request for a thread looks the name up with Backend.List, so after a restart the thread reaches the
@@ -78,14 +94,14 @@ func Keep() Option { return func(r *Registry) { r.keep = true } }
 // requests for one thread wait for the same lookup, so a thread never gets two sandboxes from one Registry.
 //
 // Every sandbox a Registry hands out, created or found, is its to clean up: Close deletes them (or, with
-// Keep, stops them). A Registry is safe for concurrent use.
+// WithStopOnClose, stops them). A Registry is safe for concurrent use.
 type Registry struct {
-	backend   sandbox.Backend
-	prefix    string
-	prefixSet bool
-	timeout   time.Duration
-	create    sandbox.CreateOptions
-	keep      bool
+	backend        sandbox.Backend
+	prefix         string
+	timeout        time.Duration
+	timeoutFromEnv bool // read $RUN_TIMEOUT at every call
+	create         sandbox.CreateOptions
+	keep           bool
 
 	mu      sync.Mutex
 	threads map[string]*entry
@@ -104,15 +120,9 @@ type entry struct {
 
 // New returns a Registry over backend.
 func New(backend sandbox.Backend, opts ...Option) *Registry {
-	r := &Registry{backend: backend, threads: map[string]*entry{}}
+	r := &Registry{backend: backend, prefix: DefaultPrefix, timeout: DefaultTimeout, threads: map[string]*entry{}}
 	for _, o := range opts {
 		o(r)
-	}
-	if !r.prefixSet {
-		r.prefix = DefaultPrefix
-		if p, ok := os.LookupEnv(EnvPrefix); ok {
-			r.prefix = p
-		}
 	}
 	if r.create.TTL == 0 {
 		r.create.TTL = DefaultTTL
@@ -240,7 +250,7 @@ func (r *Registry) drop(threadID string) {
 	r.order = slices.DeleteFunc(r.order, func(t string) bool { return t == threadID })
 }
 
-// Close deletes every sandbox the Registry holds (with Keep, stops them), in the order the threads first
+// Close deletes every sandbox the Registry holds (with WithStopOnClose, stops them), in the order the threads first
 // used them, and reports each. It tries them all and returns every failure joined; a sandbox already gone
 // counts as deleted. The Registry is empty afterwards and may be used again.
 func (r *Registry) Close(ctx context.Context) ([]Closed, error) {
@@ -287,21 +297,28 @@ func (r *Registry) Close(ctx context.Context) ([]Closed, error) {
 	return out, errors.Join(errs...)
 }
 
-// runTimeout is the option's timeout, else $RUN_TIMEOUT now, else DefaultTimeout.
+// runTimeout is $RUN_TIMEOUT now if WithSettingsFromEnv asked for it and it is set, else the set timeout.
 func (r *Registry) runTimeout() (time.Duration, error) {
 	d := r.timeout
-	if d == 0 {
-		d = DefaultTimeout
-		if s := os.Getenv(EnvTimeout); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil {
-				return 0, fmt.Errorf("sandboxtool: %s=%q is not a whole number of seconds: set it to 1 to 600", EnvTimeout, s)
-			}
-			d = time.Duration(n) * time.Second
+	if s := r.envTimeout(); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return 0, fmt.Errorf("sandboxtool: %s=%q is not a whole number of seconds: set it to 1 to 600", EnvTimeout, s)
 		}
+		d = time.Duration(n) * time.Second
+	} else if d == 0 {
+		d = DefaultTimeout
 	}
 	if d < sandbox.MinExecTimeout || d > sandbox.MaxExecTimeout {
 		return 0, fmt.Errorf("sandboxtool: run timeout %v: %w: use 1s to 600s", d, sandbox.ErrInvalidArgument)
 	}
 	return d, nil
+}
+
+// envTimeout is $RUN_TIMEOUT if WithSettingsFromEnv asked for it, else "".
+func (r *Registry) envTimeout() string {
+	if !r.timeoutFromEnv {
+		return ""
+	}
+	return os.Getenv(EnvTimeout)
 }

@@ -169,7 +169,7 @@ func TestNoThreadIsAnError(t *testing.T) {
 
 func TestRunTimeoutFromEnvironment(t *testing.T) {
 	b := openBackend(t, t.TempDir())
-	reg := sandboxtool.New(b, sandboxtool.WithPrefix("env-"))
+	reg := sandboxtool.New(b, sandboxtool.WithPrefix("env-"), sandboxtool.WithSettingsFromEnv())
 	closeAll(t, reg)
 	tool := reg.RunPython()
 	ctx := onThread("a")
@@ -189,10 +189,37 @@ func TestRunTimeoutFromEnvironment(t *testing.T) {
 	}
 }
 
+// Without WithSettingsFromEnv, or with a WithTimeout after it, RUN_TIMEOUT changes nothing; with it, an
+// empty RUN_TIMEOUT leaves the timeout an earlier WithTimeout set.
+func TestRunTimeoutIgnoresEnvironment(t *testing.T) {
+	b := openBackend(t, t.TempDir())
+	t.Setenv(sandboxtool.EnvTimeout, "1")
+	for _, tc := range []struct {
+		name string
+		opts []sandboxtool.Option
+	}{
+		{"no option", nil},
+		{"WithTimeout after", []sandboxtool.Option{sandboxtool.WithSettingsFromEnv(), sandboxtool.WithTimeout(60 * time.Second)}},
+	} {
+		reg := sandboxtool.New(b, append([]sandboxtool.Option{sandboxtool.WithPrefix("ignore-")}, tc.opts...)...)
+		closeAll(t, reg)
+		out := call(t, reg.RunPython(), onThread("a"), "import time; time.sleep(1.5); print('done')")
+		if !strings.HasSuffix(out, "] exit code 0\ndone") {
+			t.Errorf("%s, RUN_TIMEOUT=1: %q; want the program to finish", tc.name, out)
+		}
+	}
+	t.Setenv(sandboxtool.EnvTimeout, "")
+	reg := sandboxtool.New(b, sandboxtool.WithPrefix("unset-"), sandboxtool.WithTimeout(1*time.Second), sandboxtool.WithSettingsFromEnv())
+	closeAll(t, reg)
+	if out := call(t, reg.RunPython(), onThread("a"), "import time; time.sleep(5)"); !strings.HasSuffix(out, "] timed out") {
+		t.Errorf("WithTimeout(1s) then WithSettingsFromEnv, RUN_TIMEOUT empty: %q; want timed out", out)
+	}
+}
+
 func TestPrefixFromEnvironment(t *testing.T) {
 	b := openBackend(t, t.TempDir())
 	t.Setenv(sandboxtool.EnvPrefix, "from-env-")
-	reg := sandboxtool.New(b)
+	reg := sandboxtool.New(b, sandboxtool.WithSettingsFromEnv())
 	closeAll(t, reg)
 	sb, err := reg.Sandbox(context.Background(), "7")
 	if err != nil {
@@ -202,8 +229,52 @@ func TestPrefixFromEnvironment(t *testing.T) {
 	if err != nil || info.Name != "from-env-7" {
 		t.Fatalf("name %q, %v; want from-env-7", info.Name, err)
 	}
-	if got := sandboxtool.New(b, sandboxtool.WithPrefix("")).Name("7"); got != "7" {
-		t.Errorf("WithPrefix(\"\") names thread 7's sandbox %q", got)
+	for _, tc := range []struct {
+		opts []sandboxtool.Option
+		want string
+	}{
+		{nil, sandboxtool.DefaultPrefix + "7"},
+		{[]sandboxtool.Option{sandboxtool.WithPrefix("")}, "7"},
+		{[]sandboxtool.Option{sandboxtool.WithSettingsFromEnv(), sandboxtool.WithPrefix("mine-")}, "mine-7"},
+		{[]sandboxtool.Option{sandboxtool.WithPrefix("mine-"), sandboxtool.WithSettingsFromEnv()}, "from-env-7"},
+	} {
+		if got := sandboxtool.New(b, tc.opts...).Name("7"); got != tc.want {
+			t.Errorf("with %d options, SANDBOX_PREFIX=from-env-: thread 7's sandbox is %q; want %q", len(tc.opts), got, tc.want)
+		}
+	}
+}
+
+func TestCreateOptions(t *testing.T) {
+	b := openBackend(t, t.TempDir())
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		create   sandbox.CreateOptions
+		wantSize sandbox.Size
+		wantTTL  time.Duration
+		wantEnv  string
+	}{
+		{"zero", sandbox.CreateOptions{}, sandboxtool.DefaultSize, sandboxtool.DefaultTTL, "None"},
+		{"set", sandbox.CreateOptions{Name: "ignored", Size: sandbox.SizeLarge, TTL: time.Hour, Env: map[string]string{"GREETING": "hi"}},
+			sandbox.SizeLarge, time.Hour, "hi"},
+	} {
+		reg := sandboxtool.New(b, sandboxtool.WithPrefix(tc.name+"-"), sandboxtool.WithCreateOptions(tc.create))
+		closeAll(t, reg)
+		out := call(t, reg.RunPython(), onThread("1"), "import os; print(os.environ.get('GREETING'))")
+		if want := "] exit code 0\n" + tc.wantEnv; !strings.HasSuffix(out, want) {
+			t.Errorf("%s: answer %q; want it to end %q", tc.name, out, want)
+		}
+		sb, err := reg.Sandbox(ctx, "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := sb.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl := info.ExpiresAt.Sub(info.CreatedAt); info.Name != tc.name+"-1" || info.Size != tc.wantSize || ttl != tc.wantTTL {
+			t.Errorf("%s: sandbox %q, size %s, TTL %v; want %q, %s, %v", tc.name, info.Name, info.Size, ttl, tc.name+"-1", tc.wantSize, tc.wantTTL)
+		}
 	}
 }
 
@@ -327,21 +398,21 @@ func TestCloseDeletesInOrder(t *testing.T) {
 }
 
 // A new process (here: a new backend handle and Registry on the same root) reaches the thread's sandbox and
-// its files, resumed after Keep stopped it.
+// its files, resumed after WithStopOnClose stopped it.
 func TestRestartFindsStoppedSandbox(t *testing.T) {
 	root := t.TempDir()
-	first := sandboxtool.New(openBackend(t, root), sandboxtool.Keep())
+	first := sandboxtool.New(openBackend(t, root), sandboxtool.WithStopOnClose())
 	out := call(t, first.RunPython(), onThread("42"), "open('notes.txt', 'w').write('kept'); print('ok')")
 	id := sandboxOf(t, out)
 	closed, err := first.Close(context.Background())
 	if err != nil || len(closed) != 1 || closed[0].Action != sandboxtool.Stopped || closed[0].SandboxID != id {
-		t.Fatalf("Close with Keep: %v, %v", closed, err)
+		t.Fatalf("Close with WithStopOnClose: %v, %v", closed, err)
 	}
 
 	b := openBackend(t, root)
 	infos, err := b.List(context.Background(), sandbox.Filter{Name: "langgraph-42"})
 	if err != nil || len(infos) != 1 || infos[0].State != sandbox.StateStopped {
-		t.Fatalf("after Close with Keep: %v, %v; want one stopped sandbox", infos, err)
+		t.Fatalf("after Close with WithStopOnClose: %v, %v; want one stopped sandbox", infos, err)
 	}
 	second := sandboxtool.New(b)
 	closeAll(t, second)

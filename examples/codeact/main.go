@@ -78,9 +78,10 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 	if c, ok := backend.(io.Closer); ok {
 		defer c.Close()
 	}
-	var regOpts []sandboxtool.Option
+	// The guide's tool takes SANDBOX_PREFIX and RUN_TIMEOUT from the environment; scenario 4 relies on it.
+	regOpts := []sandboxtool.Option{sandboxtool.WithSettingsFromEnv()}
 	if cfg.Keep {
-		regOpts = append(regOpts, sandboxtool.Keep())
+		regOpts = append(regOpts, sandboxtool.WithStopOnClose())
 	}
 	reg := sandboxtool.New(backend, regOpts...)
 	defer func() {
@@ -133,7 +134,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 		return err
 	}
 
-	// 4. A runaway program hits the timeout. The tool reads RUN_TIMEOUT at every call, as the guide's does.
+	// 4. A runaway program hits the timeout. The tool reads RUN_TIMEOUT at every call (WithSettingsFromEnv),
+	// as the guide's does.
 	restore := setenv(sandboxtool.EnvTimeout, "5")
 	defer restore()
 	return a.ask(ctx, "2", "import time\nwhile True: time.sleep(1)")

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentgraph/agentgraph/checkpoint"
 	"github.com/agentgraph/agentgraph/checkpoint/bolt"
+	"github.com/agentgraph/agentgraph/graph"
 	"github.com/agentgraph/agentgraph/model/scripted"
 	"github.com/agentgraph/agentgraph/prebuilt"
 	"github.com/agentgraph/agentgraph/sandbox"
