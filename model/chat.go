@@ -108,14 +108,28 @@ func TotalUsage(msgs []Message) Usage {
 	return total
 }
 
+// Finish reasons adapters report in Response.FinishReason, whatever words
+// their API uses; a reason without an equivalent here is passed on as the
+// API gave it.
+const (
+	// FinishStop: the model ended its answer, or hit a stop sequence.
+	FinishStop = "stop"
+	// FinishToolCalls: the model asks for tool calls.
+	FinishToolCalls = "tool_calls"
+	// FinishLength: the answer reached Request.MaxTokens or the model's limit.
+	FinishLength = "length"
+	// FinishContentFilter: the provider withheld or refused the answer.
+	FinishContentFilter = "content_filter"
+)
+
 // Response is a model's whole answer: one assistant message. When the
 // backend reports usage, Usage holds it and Message.Usage points to a copy,
 // so the count travels with the message into a conversation's state.
 type Response struct {
 	Message Message
 	Usage   Usage
-	// FinishReason is the backend's reason for stopping, such as "stop",
-	// "length" or "tool_calls".
+	// FinishReason says why the model stopped: one of the Finish
+	// constants, or the backend's own word when none fits.
 	FinishReason string
 }
 
@@ -149,11 +163,27 @@ type Chunk struct {
 // yields nothing more. A consumer may stop a stream early; the
 // implementation then releases what it holds. Both stop promptly when ctx is
 // cancelled and return ctx's error. Both reject a request holding a message
-// that cannot be sent (see Validate) with ErrInvalidMessage.
+// that cannot be sent (see Validate) with ErrInvalidMessage, without calling
+// the backend. Failures of the backend match ErrTemporary or ErrRejected.
+// When the backend reports usage, the answer's message carries it.
+//
+// A conformance suite, model/modeltest, checks these rules.
 type ChatModel interface {
 	Generate(ctx context.Context, req Request) (Response, error)
 	Stream(ctx context.Context, req Request) iter.Seq2[Chunk, error]
 }
+
+// Classes of backend failure. An adapter's errors match the class they
+// belong to with errors.Is, so callers can tell them apart whatever the
+// backend.
+var (
+	// ErrTemporary: the same request may succeed later (rate limits,
+	// overload, server errors). Adapters have already retried it.
+	ErrTemporary = errors.New("model: temporary failure")
+	// ErrRejected: the API refused the request itself (bad request, unknown
+	// model, bad API key, no quota left); sending it again will not help.
+	ErrRejected = errors.New("model: request rejected")
+)
 
 // ErrInvalidMessage reports a message that cannot be sent to a model.
 var ErrInvalidMessage = errors.New("model: invalid message")

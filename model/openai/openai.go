@@ -1,18 +1,19 @@
 package openai
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
-	"math"
+	"mime"
 	"net/http"
 	"os"
 	"strings"
 	"time"
-
-	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/agentgraph/agentgraph/model"
 )
@@ -28,10 +29,6 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 
 // ErrNoAPIKey reports that no API key was given.
 var ErrNoAPIKey = errors.New("openai: no API key: set " + EnvAPIKey + " or pass openai.WithAPIKey (servers that need no key accept any value)")
-
-// ErrCutShort reports a stream that ended before the model said why it
-// stopped (no finish_reason), which happens when the connection drops.
-var ErrCutShort = errors.New("openai: the stream ended before the model finished (connection lost?): call again")
 
 // ErrNoChoices reports a completion without any choice in it.
 var ErrNoChoices = errors.New("openai: the server returned no choices")
@@ -81,19 +78,22 @@ func WithLegacyMaxTokens() Option { return func(c *config) { c.legacyMaxTokens =
 // Model is a model.ChatModel over a Chat Completions endpoint. It is safe for
 // concurrent use.
 //
-// Request fields map to the wire as follows: ToolChoice "" sends no
-// tool_choice, "none"/"required"/"auto" are sent as strings, and a tool name
-// becomes {"type":"function","function":{"name":...}}; ParallelToolCalls is
-// sent only with tools (the API rejects it otherwise); MaxTokens is sent as
-// max_completion_tokens (see WithLegacyMaxTokens); a Temperature of exactly 0
-// is sent as the smallest positive float32, because go-openai drops a zero
-// temperature and the server's default would apply. A tool message's Status
+// Request fields map to the wire as follows: every message carries
+// "content", an empty string included, except an assistant message that
+// asks for tool calls and says nothing; ToolChoice "" sends no tool_choice,
+// "none"/"required"/"auto" are sent as strings, and a tool name becomes
+// {"type":"function","function":{"name":...}}; ParallelToolCalls is sent
+// only with tools (the API rejects it otherwise); ResponseFormat becomes
+// response_format of type json_schema; MaxTokens is sent as
+// max_completion_tokens (see WithLegacyMaxTokens). A tool message's Status
 // and Name have no place on the wire: a failed call reaches the model
-// through its content.
+// through its content. A refusal is returned as the answer's content.
 type Model struct {
 	name   string
 	cfg    config
-	client *goopenai.Client
+	url    string
+	header http.Header
+	r      retrier
 }
 
 var _ model.ChatModel = (*Model)(nil)
@@ -130,11 +130,17 @@ func New(modelName string, opts ...Option) (*Model, error) {
 	if cfg.httpClient == nil {
 		cfg.httpClient = &http.Client{}
 	}
-	gc := goopenai.DefaultConfig(cfg.apiKey)
-	gc.BaseURL = strings.TrimRight(cfg.baseURL, "/")
-	gc.OrgID = cfg.org
-	gc.HTTPClient = &retrier{next: cfg.httpClient, maxRetries: cfg.maxRetries, base: cfg.backoffBase, max: cfg.backoffMax}
-	return &Model{name: modelName, cfg: cfg, client: goopenai.NewClientWithConfig(gc)}, nil
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+cfg.apiKey)
+	h.Set("Content-Type", "application/json")
+	if cfg.org != "" {
+		h.Set("OpenAI-Organization", cfg.org)
+	}
+	return &Model{
+		name: modelName, cfg: cfg, header: h,
+		url: strings.TrimRight(cfg.baseURL, "/") + "/chat/completions",
+		r:   retrier{client: cfg.httpClient, maxRetries: cfg.maxRetries, base: cfg.backoffBase, max: cfg.backoffMax},
+	}, nil
 }
 
 // Name returns the model name requests are sent with.
@@ -143,87 +149,134 @@ func (m *Model) Name() string { return m.name }
 // Generate sends req and returns the model's answer. Errors from the API are
 // *APIError; a cancelled ctx returns its error, also while waiting to retry.
 func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
-	creq, err := m.request(req)
+	body, err := m.request(req, false)
 	if err != nil {
 		return model.Response{}, err
 	}
-	ctx, info := withAttempts(ctx)
-	resp, err := m.client.CreateChatCompletion(ctx, creq)
+	resp, err := m.r.send(ctx, m.url, m.header, body)
 	if err != nil {
-		return model.Response{}, wrapError(ctx, err, info)
+		return model.Response{}, err
 	}
-	if len(resp.Choices) == 0 {
-		return model.Response{}, ErrNoChoices
+	defer resp.Body.Close()
+	var c wireCompletion
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return model.Response{}, fmt.Errorf("openai: %w", ctxErr)
+		}
+		return model.Response{}, &classed{fmt.Errorf("openai: the answer is not a chat completion (%v): check the base URL", err), model.ErrRejected}
 	}
-	ch := resp.Choices[0]
-	msg := model.Message{ID: model.NewID(), Role: model.RoleAssistant, Content: ch.Message.Content}
-	if msg.Content == "" {
-		msg.Content = ch.Message.Refusal
+	if len(c.Choices) == 0 {
+		return model.Response{}, &classed{ErrNoChoices, model.ErrTemporary}
 	}
-	for _, tc := range ch.Message.ToolCalls {
-		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: model.Arguments(tc.Function.Arguments)})
+	ch := c.Choices[0]
+	var calls model.ToolCallAssembler
+	for i, tc := range ch.Message.ToolCalls {
+		calls.Add(model.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Function.Name, Arguments: argumentText(tc.Function.Arguments)})
 	}
-	return model.Response{Message: msg, Usage: usage(resp.Usage), FinishReason: string(ch.FinishReason)}, nil
+	out := model.Response{
+		Message:      model.Message{ID: model.NewID(), Role: model.RoleAssistant, Content: ch.Message.Content + ch.Message.Refusal, ToolCalls: calls.Calls()},
+		FinishReason: ch.FinishReason,
+	}
+	if c.Usage != nil {
+		out.Usage = c.Usage.usage()
+		u := out.Usage
+		out.Message.Usage = &u
+	}
+	return out, nil
 }
 
 // Stream sends req with streaming on and yields content and tool-call pieces
 // as they arrive, a usage chunk (usage is requested with stream_options), and
-// a last chunk whose Done holds the assembled answer. Breaking out of the
-// loop closes the connection.
+// a last chunk whose Done holds the assembled answer, equal to what Generate
+// would return. Breaking out of the loop closes the connection.
 func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Chunk, error] {
 	return func(yield func(model.Chunk, error) bool) {
-		creq, err := m.request(req)
+		body, err := m.request(req, true)
 		if err != nil {
 			yield(model.Chunk{}, err)
 			return
 		}
-		creq.Stream = true
-		creq.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
-		ctx, info := withAttempts(ctx)
-		stream, err := m.client.CreateChatCompletionStream(ctx, creq)
+		resp, err := m.r.send(ctx, m.url, m.header, body)
 		if err != nil {
-			yield(model.Chunk{}, wrapError(ctx, err, info))
+			yield(model.Chunk{}, err)
 			return
 		}
-		defer stream.Close()
-
+		defer resp.Body.Close()
+		br := bufio.NewReaderSize(resp.Body, 64<<10)
+		if err := checkEventStream(resp, br); err != nil {
+			yield(model.Chunk{}, err)
+			return
+		}
 		var (
-			text   strings.Builder
-			calls  model.ToolCallAssembler
-			use    model.Usage
-			finish string
+			text     strings.Builder
+			calls    model.ToolCallAssembler
+			usage    *model.Usage
+			finish   string
+			done     bool
+			unlinked = -1 // the call a piece without an index continues
+			lastID   string
+			line     []byte
 		)
 		for {
-			frame, err := stream.Recv()
-			if errors.Is(err, io.EOF) {
+			data, err := nextEvent(br, &line)
+			if err == io.EOF {
 				break
 			}
 			if err != nil {
-				yield(model.Chunk{}, wrapError(ctx, err, info))
+				if ctxErr := ctx.Err(); ctxErr != nil {
+					err = ctxErr
+				} else {
+					err = &classed{err, model.ErrTemporary}
+				}
+				yield(model.Chunk{}, fmt.Errorf("openai: %w", err))
+				return
+			}
+			if bytes.Equal(data, []byte("[DONE]")) {
+				done = true
+				break
+			}
+			var frame wireChunk
+			if err := json.Unmarshal(data, &frame); err != nil {
+				yield(model.Chunk{}, &classed{fmt.Errorf("openai: a stream event is not a chat completion chunk (%v): %.80s", err, data), model.ErrRejected})
+				return
+			}
+			if frame.Error != nil {
+				e := &APIError{Attempts: 1}
+				frame.Error.fill(e)
+				yield(model.Chunk{}, e)
 				return
 			}
 			var c model.Chunk
 			if frame.Usage != nil {
-				use = usage(*frame.Usage)
-				u := use
-				c.Usage = &u
+				u := frame.Usage.usage()
+				usage, c.Usage = &u, &u
 			}
 			for _, ch := range frame.Choices {
 				if ch.Index != 0 {
 					continue // only one choice is requested
 				}
-				c.Delta = ch.Delta.Content
-				for i, tc := range ch.Delta.ToolCalls {
-					idx := i
-					if tc.Index != nil {
+				c.Delta = ch.Delta.Content + ch.Delta.Refusal
+				for _, tc := range ch.Delta.ToolCalls {
+					var idx int
+					switch {
+					case tc.Index != nil:
 						idx = *tc.Index
+					case unlinked < 0 || (tc.ID != "" && tc.ID != lastID):
+						// Without an index, a new id starts a new call.
+						idx = calls.Len()
+						unlinked = idx
+					default:
+						idx = unlinked
 					}
-					d := model.ToolCallDelta{Index: idx, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+					if tc.ID != "" {
+						lastID = tc.ID
+					}
+					d := model.ToolCallDelta{Index: idx, ID: tc.ID, Name: tc.Function.Name, Arguments: argumentText(tc.Function.Arguments)}
 					calls.Add(d)
 					c.ToolCalls = append(c.ToolCalls, d)
 				}
-				if ch.FinishReason != "" && ch.FinishReason != goopenai.FinishReasonNull {
-					finish = string(ch.FinishReason)
+				if ch.FinishReason != "" {
+					finish = ch.FinishReason
 				}
 			}
 			text.WriteString(c.Delta)
@@ -234,94 +287,92 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.C
 				return
 			}
 		}
-		if finish == "" {
-			// go-openai reports a dropped connection as the same io.EOF as
-			// "data: [DONE]"; a missing finish_reason tells them apart.
-			yield(model.Chunk{}, ErrCutShort)
+		if finish == "" && !done {
+			yield(model.Chunk{}, &classed{ErrCutShort, model.ErrTemporary})
 			return
 		}
-		done := model.Response{
+		out := model.Response{
 			Message:      model.Message{ID: model.NewID(), Role: model.RoleAssistant, Content: text.String(), ToolCalls: calls.Calls()},
-			Usage:        use,
 			FinishReason: finish,
 		}
-		yield(model.Chunk{Done: &done}, nil)
+		if usage != nil {
+			out.Usage = *usage
+			u := *usage
+			out.Message.Usage = &u
+		}
+		yield(model.Chunk{Done: &out}, nil)
 	}
 }
 
-func usage(u goopenai.Usage) model.Usage {
-	return model.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+// checkEventStream returns nil when resp is an event stream. A server that
+// ignored "stream": true and answered otherwise gets an error saying what
+// it sent: its API error when the body is one, else ErrNotStream.
+func checkEventStream(resp *http.Response, br *bufio.Reader) error {
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if ct == "text/event-stream" {
+		return nil
+	}
+	// Some servers send events without the content type; events begin with
+	// a field name or a comment.
+	start, _ := br.Peek(6)
+	if bytes.HasPrefix(start, []byte("data:")) || bytes.HasPrefix(start, []byte("event:")) || bytes.HasPrefix(start, []byte(":")) {
+		return nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(br, maxErrorBody))
+	if e := apiError(resp.StatusCode, body); e.Type != "" || e.Code != "" {
+		e.Attempts = 1
+		return e
+	}
+	return &classed{fmt.Errorf("%w: it sent Content-Type %q and %.80q; the server may not support streaming: call Generate instead",
+		ErrNotStream, resp.Header.Get("Content-Type"), body), model.ErrRejected}
 }
 
-// request translates req into the wire request.
-func (m *Model) request(req model.Request) (goopenai.ChatCompletionRequest, error) {
-	if len(req.Messages) == 0 {
-		return goopenai.ChatCompletionRequest{}, fmt.Errorf("openai: %w: the request has no messages", model.ErrInvalidMessage)
-	}
-	if err := model.Validate(req.Messages); err != nil {
-		return goopenai.ChatCompletionRequest{}, fmt.Errorf("openai: %w", err)
-	}
-	out := goopenai.ChatCompletionRequest{Model: m.name, Messages: make([]goopenai.ChatCompletionMessage, len(req.Messages))}
-	for i, msg := range req.Messages {
-		w := goopenai.ChatCompletionMessage{Role: string(msg.Role), Content: msg.Content}
-		switch msg.Role {
-		case model.RoleTool:
-			// The wire format links a tool message by tool_call_id only; it has
-			// no name or status, so an error shows in the content alone.
-			w.ToolCallID = msg.ToolCallID
-		case model.RoleAssistant:
-			w.Name = msg.Name
-			for _, c := range msg.ToolCalls {
-				args := string(c.Arguments)
-				if args == "" {
-					args = "{}"
-				}
-				w.ToolCalls = append(w.ToolCalls, goopenai.ToolCall{
-					ID: c.ID, Type: goopenai.ToolTypeFunction,
-					Function: goopenai.FunctionCall{Name: c.Name, Arguments: args},
-				})
+// nextEvent returns the data of the next server-sent event that has any,
+// its data lines joined by newlines, or io.EOF at the end of the stream.
+// line is scratch space kept between calls.
+func nextEvent(br *bufio.Reader, line *[]byte) ([]byte, error) {
+	var data []byte
+	has := false
+	for {
+		l, err := readLine(br, line)
+		if err != nil {
+			if err == io.EOF && has {
+				return data, nil
 			}
-		default:
-			w.Name = msg.Name
+			return nil, err
 		}
-		out.Messages[i] = w
-	}
-	for _, t := range req.Tools {
-		params := t.Parameters
-		if len(params) == 0 {
-			params = []byte(`{"type":"object","properties":{}}`)
+		if len(l) == 0 {
+			if has {
+				return data, nil
+			}
+			continue
 		}
-		out.Tools = append(out.Tools, goopenai.Tool{Type: goopenai.ToolTypeFunction, Function: &goopenai.FunctionDefinition{
-			Name: t.Name, Description: t.Description, Parameters: params,
-		}})
-	}
-	switch req.ToolChoice {
-	case model.ToolChoiceAuto:
-	case "auto", model.ToolChoiceNone, model.ToolChoiceRequired:
-		out.ToolChoice = string(req.ToolChoice)
-	default:
-		out.ToolChoice = goopenai.ToolChoice{Type: goopenai.ToolTypeFunction, Function: goopenai.ToolFunction{Name: req.ToolChoice.Tool()}}
-	}
-	// The API rejects parallel_tool_calls when no tools are sent.
-	if req.ParallelToolCalls != nil && len(req.Tools) > 0 {
-		out.ParallelToolCalls = *req.ParallelToolCalls
-	}
-	if req.Temperature != nil {
-		t := float32(*req.Temperature)
-		if t == 0 {
-			// go-openai omits a zero temperature, which would leave the
-			// server's default (1) in force; the smallest positive float32 is
-			// greedy sampling in effect and survives encoding.
-			t = math.SmallestNonzeroFloat32
+		field, value, _ := bytes.Cut(l, []byte(":"))
+		if string(field) != "data" {
+			continue // comments, event names, ids and retry hints
 		}
-		out.Temperature = t
-	}
-	if req.MaxTokens > 0 {
-		if m.cfg.legacyMaxTokens {
-			out.MaxTokens = req.MaxTokens
-		} else {
-			out.MaxCompletionTokens = req.MaxTokens
+		value = bytes.TrimPrefix(value, []byte(" "))
+		if has {
+			data = append(data, '\n')
 		}
+		data = append(data, value...)
+		has = true
 	}
-	return out, nil
+}
+
+// readLine returns the next line without its line ending, however long.
+func readLine(br *bufio.Reader, buf *[]byte) ([]byte, error) {
+	*buf = (*buf)[:0]
+	for {
+		part, err := br.ReadSlice('\n')
+		*buf = append(*buf, part...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil && (err != io.EOF || len(*buf) == 0) {
+			return nil, err
+		}
+		l := bytes.TrimSuffix(*buf, []byte("\n"))
+		return bytes.TrimSuffix(l, []byte("\r")), nil
+	}
 }

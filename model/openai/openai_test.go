@@ -24,25 +24,31 @@ type server struct {
 	*httptest.Server
 	hits     atomic.Int32
 	bodies   chan map[string]any
+	raws     chan []byte
 	headers  chan http.Header
 	handlers []http.HandlerFunc
 }
 
 func newServer(t *testing.T, handlers ...http.HandlerFunc) *server {
 	t.Helper()
-	s := &server{bodies: make(chan map[string]any, 64), headers: make(chan http.Header, 64), handlers: handlers}
+	s := &server{bodies: make(chan map[string]any, 64), raws: make(chan []byte, 64), headers: make(chan http.Header, 64), handlers: handlers}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := int(s.hits.Add(1))
 		if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
 			http.Error(w, `{"error":{"message":"unknown path `+r.URL.Path+`","type":"invalid_request_error","code":null}}`, 404)
 			return
 		}
+		raw, err := io.ReadAll(r.Body)
 		var body map[string]any
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		if err == nil {
+			err = json.Unmarshal(raw, &body)
+		}
+		if err != nil {
 			http.Error(w, err.Error(), 400)
 			return
 		}
 		s.bodies <- body
+		s.raws <- raw
 		s.headers <- r.Header.Clone()
 		if n > len(s.handlers) {
 			t.Errorf("unexpected request %d", n)
@@ -179,7 +185,7 @@ func TestGenerateRequestAndResponse(t *testing.T) {
 		want any
 	}{
 		{[]any{"model"}, "gpt-test"},
-		{[]any{"stream"}, false},
+		{[]any{"stream"}, nil},
 		{[]any{"messages", 0, "role"}, "system"},
 		{[]any{"messages", 0, "content"}, "You run Python."},
 		{[]any{"messages", 1, "role"}, "user"},
@@ -279,9 +285,8 @@ func TestToolChoiceAndOptionalFields(t *testing.T) {
 		if _, err := s.model(t).Generate(context.Background(), model.Request{Messages: []model.Message{model.User("hi")}, Temperature: &zero}); err != nil {
 			t.Fatal(err)
 		}
-		got, ok := (<-s.bodies)["temperature"].(float64)
-		if !ok || got <= 0 || got > 1e-30 {
-			t.Fatalf("temperature %v, want a value that is 0 in effect", got)
+		if got, ok := (<-s.bodies)["temperature"]; !ok || got != 0.0 {
+			t.Fatalf("temperature %v (present %v), want 0", got, ok)
 		}
 	})
 }

@@ -1,81 +1,81 @@
 package openai
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/agentgraph/agentgraph/model"
 )
 
-// retrier is the HTTP doer go-openai sends through: it retries answers with
-// status 429 or 5xx. Retrying below go-openai, where status and headers are
-// still visible, is what lets it honour Retry-After.
+// retrier sends a request and retries answers that say the same request may
+// succeed later (429 other than insufficient_quota, 5xx), honouring
+// Retry-After.
 type retrier struct {
-	next       *http.Client
+	client     *http.Client
 	maxRetries int
 	base, max  time.Duration
-}
-
-// attempts records, for one call, how many requests were sent and the wait
-// the server last asked for; the call reads it to describe its error.
-type attempts struct {
-	n          int
-	retryAfter time.Duration
-}
-
-type attemptsKey struct{}
-
-func withAttempts(ctx context.Context) (context.Context, *attempts) {
-	a := &attempts{}
-	return context.WithValue(ctx, attemptsKey{}, a), a
 }
 
 func retryable(status int) bool {
 	return status == http.StatusTooManyRequests || status >= 500
 }
 
-func (r *retrier) Do(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
-	info, _ := ctx.Value(attemptsKey{}).(*attempts)
-	if info == nil {
-		info = &attempts{}
-	}
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 1 << 20
+
+// send posts body to url with header and returns the first answer with a 2xx
+// status, whose body the caller closes. Any other final answer is an
+// *APIError; a failed connection matches model.ErrTemporary; a cancelled ctx
+// returns its error, also while waiting to retry.
+func (r *retrier) send(ctx context.Context, url string, header http.Header, body []byte) (*http.Response, error) {
+	var retryAfterAsked time.Duration
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 && req.GetBody != nil {
-			body, err := req.GetBody()
-			if err != nil {
-				return nil, err
-			}
-			req = req.Clone(ctx)
-			req.Body = body
-		}
-		resp, err := r.next.Do(req)
-		info.n = attempt + 1
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("openai: %w", err)
 		}
-		if !retryable(resp.StatusCode) || attempt >= r.maxRetries || (attempt == 0 && req.Body != nil && req.GetBody == nil) {
+		req.Header = header.Clone()
+		resp, err := r.client.Do(req)
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return nil, fmt.Errorf("openai: %w", ctxErr)
+			}
+			return nil, &classed{fmt.Errorf("openai: %w", err), model.ErrTemporary}
+		}
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 			return resp, nil
 		}
+		errBody, readErr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		if readErr != nil && ctx.Err() != nil {
+			return nil, fmt.Errorf("openai: %w", ctx.Err())
+		}
+		apiErr := apiError(resp.StatusCode, errBody)
+		apiErr.Attempts = attempt + 1
 		wait, asked := retryAfter(resp.Header, time.Now())
 		if asked {
-			info.retryAfter = wait
-			if wait > r.max {
-				return resp, nil // the server wants a longer pause than we may take
-			}
-		} else {
+			retryAfterAsked = wait
+		}
+		apiErr.RetryAfter = retryAfterAsked
+		if !apiErr.Temporary() || attempt >= r.maxRetries || (asked && wait > r.max) {
+			// A server asking for a longer pause than we may take gets its
+			// error back at once, with the wait it asked for.
+			return nil, apiErr
+		}
+		if !asked {
 			wait = r.backoff(attempt)
 		}
-		// Drain a little so the connection can be reused, then let go of it.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return nil, fmt.Errorf("openai: %w", ctx.Err())
 		case <-t.C:
 		}
 	}
