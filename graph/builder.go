@@ -41,7 +41,8 @@ type nodeSpec[S any] struct {
 	rank     int // position in name order: tasks of a step run in this order
 	next     []int
 	branches []*branchSpec[S]
-	joins    []int
+	joins    []int // the joins this node is a source of
+	joinsIn  []int // the joins this node is the target of
 }
 
 type joinSpec struct {
@@ -255,7 +256,7 @@ func (g *StateGraph[S]) Compile(opts ...CompileOption) (*Graph[S], error) {
 	}
 	for i, n := range g.nodes {
 		n.idx = i
-		n.next, n.branches, n.joins, n.endEdge = nil, nil, nil, false
+		n.next, n.branches, n.joins, n.joinsIn, n.endEdge = nil, nil, nil, nil, false
 	}
 	names := make([]string, len(g.nodes))
 	for i, n := range g.nodes {
@@ -348,6 +349,9 @@ func (g *StateGraph[S]) Compile(opts ...CompileOption) (*Graph[S], error) {
 		j.channel = "join:" + strings.Join(j.from, "+") + ":" + j.to
 		for _, f := range j.fromIdx {
 			g.nodes[f].joins = append(g.nodes[f].joins, ji)
+		}
+		if j.toIdx >= 0 {
+			g.nodes[j.toIdx].joinsIn = append(g.nodes[j.toIdx].joinsIn, ji)
 		}
 	}
 	c.joins = g.joins

@@ -291,11 +291,15 @@ func WithResumeByID(values map[string]any) RunOption {
 
 // Event is one item of a Stream. Which fields are set depends on Mode.
 type Event[S any] struct {
-	Mode   Mode
-	Step   int
-	Node   string
-	TaskID string
-	// State is the whole state (ModeValues).
+	Mode Mode
+	// Namespace is "" for an event of this graph's run, and the subgraph
+	// run's namespace for an event a subgraph sent (WithSubgraphs).
+	Namespace string
+	Step      int
+	Node      string
+	TaskID    string
+	// State is the whole state (ModeValues). A subgraph's state, of its own
+	// type, is in Data instead.
 	State S
 	// Update maps key names to the values a task wrote (ModeUpdates).
 	Update map[string]any

@@ -6,17 +6,23 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 )
 
 // Interruption is a pause of a run: raised by a node with Interrupt, or by a
 // static breakpoint (When is "before" or "after" then, and Value is nil).
+//
+// Namespace is "" for an interrupt of the graph itself, and the path of the
+// subgraph run for one raised inside a subgraph: "node:taskID" per level,
+// levels joined by "|", as LangGraph's checkpoint_ns.
 type Interruption struct {
-	ID     string `json:"id"`
-	Value  any    `json:"value,omitempty"`
-	Node   string `json:"node"`
-	TaskID string `json:"task_id,omitempty"`
-	When   string `json:"when,omitempty"`
+	ID        string `json:"id"`
+	Value     any    `json:"value,omitempty"`
+	Node      string `json:"node"`
+	TaskID    string `json:"task_id,omitempty"`
+	Namespace string `json:"ns,omitempty"`
+	When      string `json:"when,omitempty"`
 }
 
 // interruptSignal is the error Interrupt returns to pause the run; the node
@@ -35,14 +41,12 @@ var ErrNotInRun = errors.New("graph: Interrupt called outside a running node")
 // caller in Result.Interrupts and the stream). When the caller resumes with
 // graph.WithResume(v), the node runs again from its start and this call returns
 // v. A node may call Interrupt several times: the k-th call returns the k-th
-// resume value. It needs a graph compiled with a saver.
+// resume value. Without a saver the run ends with the interrupts in its
+// Result, and cannot be resumed.
 func Interrupt(ctx context.Context, value any) (any, error) {
 	t, ok := ctx.Value(taskKey{}).(*taskCtx)
 	if !ok {
 		return nil, ErrNotInRun
-	}
-	if !t.run.saver {
-		return nil, fmt.Errorf("graph: Interrupt in node %q: %w", t.node, ErrNoSaver)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -52,7 +56,7 @@ func Interrupt(ctx context.Context, value any) (any, error) {
 		return t.resume[k], nil
 	}
 	id := t.lockedID()
-	in := Interruption{ID: interruptID(id, k), Value: value, Node: t.node, TaskID: id}
+	in := Interruption{ID: interruptID(id, k), Value: value, Node: t.node, TaskID: id, Namespace: t.run.cfg.Namespace}
 	t.raised = append(t.raised, in)
 	return nil, &interruptSignal{in: in}
 }
@@ -96,59 +100,78 @@ func (r *runner[S]) interrupts(tasks []*task[S]) []Interruption {
 	return out
 }
 
+// assignResume gives the interrupted tasks of a resumed step their resume
+// values. The root run turns WithResume and WithResumeByID into values by
+// interrupt id, checked against every pending interrupt, its subgraphs'
+// included; a subgraph run takes the values meant for its own tasks from
+// the same map.
 func (r *runner[S]) assignResume(tasks []*task[S]) error {
-	var pending []*task[S]
-	for _, t := range tasks {
-		if len(t.cx.tc.raised) > 0 {
-			pending = append(pending, t)
-		}
-	}
-	if len(pending) == 0 {
-		return errors.New("graph: Resume: the thread has no pending interrupt")
-	}
-	rs := r.rc.resume
-	if rs.byID == nil {
-		if len(pending) > 1 || len(pending[0].cx.tc.raised) > 1 {
-			return fmt.Errorf("graph: Resume: %d interrupts are pending: answer each by id with graph.ResumeByID", countRaised(pending))
-		}
-		t := pending[0]
-		v, err := r.roundTrip(rs.value)
+	if r.parent == nil {
+		m, err := r.resumeMap(tasks)
 		if err != nil {
 			return err
 		}
-		t.cx.tc.resume = append(t.cx.tc.resume, v)
-		t.cx.tc.raised = nil
-		return r.p.saveResume(r, t)
+		r.shared.resume = m
 	}
-	used := 0
-	for _, t := range pending {
+	if len(r.shared.resume) == 0 {
+		return nil
+	}
+	for _, t := range tasks {
+		own := false
 		for _, in := range t.cx.tc.raised {
-			if v, ok := rs.byID[in.ID]; ok {
-				v, err := r.roundTrip(v)
-				if err != nil {
-					return err
-				}
-				t.cx.tc.resume = append(t.cx.tc.resume, v)
-				used++
+			if in.Namespace != r.rc.cfg.Namespace {
+				continue
+			}
+			v, ok := r.shared.resume[in.ID]
+			if !ok {
+				continue
+			}
+			v, err := r.roundTrip(v)
+			if err != nil {
+				return err
+			}
+			t.cx.tc.resume = append(t.cx.tc.resume, v)
+			own = true
+		}
+		if own {
+			if err := r.p.saveResume(r, t); err != nil {
+				return err
 			}
 		}
-		t.cx.tc.raised = nil
-		if err := r.p.saveResume(r, t); err != nil {
-			return err
-		}
-	}
-	if used != len(rs.byID) {
-		return fmt.Errorf("graph: ResumeByID: %d of %d ids match no pending interrupt", len(rs.byID)-used, len(rs.byID))
 	}
 	return nil
 }
 
-func countRaised[S any](ts []*task[S]) int {
-	n := 0
-	for _, t := range ts {
-		n += len(t.cx.tc.raised)
+// resumeMap turns the run's resume option into values by interrupt id.
+func (r *runner[S]) resumeMap(tasks []*task[S]) (map[string]any, error) {
+	rs := r.rc.resume
+	if rs == nil {
+		return nil, nil
 	}
-	return n
+	var pending []Interruption
+	for _, t := range tasks {
+		pending = append(pending, t.cx.tc.raised...)
+	}
+	if rs.byID == nil {
+		switch len(pending) {
+		case 0:
+			// A static breakpoint: nothing asks for the value.
+			return nil, nil
+		case 1:
+			return map[string]any{pending[0].ID: rs.value}, nil
+		}
+		return nil, fmt.Errorf("graph: WithResume: %d interrupts are pending: answer each by id with graph.WithResumeByID", len(pending))
+	}
+	unknown := 0
+	for id := range rs.byID {
+		if !slices.ContainsFunc(pending, func(in Interruption) bool { return in.ID == id }) {
+			unknown++
+		}
+	}
+	if unknown > 0 {
+		return nil, fmt.Errorf("graph: WithResumeByID: %d of %d ids match no pending interrupt (read them from the thread's state or the run's Result.Interrupts)", unknown, len(rs.byID))
+	}
+	return rs.byID, nil
 }
 
 // roundTrip passes a resume value through the codec, so that a node sees the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -91,9 +92,15 @@ type loadedState[S any] struct {
 	tuple *checkpoint.Tuple
 }
 
-func newPersister[S any](g *Graph[S], rc runConfig) *persister[S] {
+// saveTimeout bounds one saver call. Saves run on a context that keeps the
+// run's values but not its cancellation, so that a cancelled run still
+// stores what it finished.
+const saveTimeout = time.Minute
+
+func newPersister[S any](g *Graph[S], r *runner[S]) *persister[S] {
+	rc := &r.rc
 	p := &persister[S]{
-		g: g, saver: g.opts.saver, codec: g.opts.codec, durability: rc.durability,
+		g: g, r: r, saver: r.shared.saver, codec: g.opts.codec, durability: rc.durability,
 		runID: rc.cfg.RunID, extra: rc.metadata,
 		cfg: checkpoint.Config{ThreadID: rc.cfg.ThreadID, Namespace: rc.cfg.Namespace, CheckpointID: rc.cfg.CheckpointID},
 	}
@@ -137,12 +144,17 @@ func (p *persister[S]) failed() bool {
 }
 
 // do runs a saver operation now, or queues it behind the earlier ones.
-func (p *persister[S]) do(op func() error) error {
+func (p *persister[S]) do(op func(ctx context.Context) error) error {
+	run := func() error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(p.r.ctx), saveTimeout)
+		defer cancel()
+		return op(ctx)
+	}
 	if p.queue != nil {
-		p.queue <- op
+		p.queue <- run
 		return nil
 	}
-	return op()
+	return run()
 }
 
 func (p *persister[S]) close() {
@@ -154,9 +166,9 @@ func (p *persister[S]) close() {
 }
 
 // finish stores what is not stored yet and waits for queued saves.
-func (p *persister[S]) finish(ctx context.Context) error {
+func (p *persister[S]) finish() error {
 	if p.durability == DurabilityExit && p.dirty {
-		if err := p.flushExit(ctx); err != nil {
+		if err := p.flushExit(); err != nil {
 			p.fail(err)
 		}
 	}
@@ -164,7 +176,7 @@ func (p *persister[S]) finish(ctx context.Context) error {
 	p.errMu.Lock()
 	defer p.errMu.Unlock()
 	if p.err != nil {
-		return fmt.Errorf("graph: saving checkpoint of thread %q: %w", p.cfg.ThreadID, p.err)
+		return fmt.Errorf("graph: thread %q: saving a checkpoint: %w", p.cfg.ThreadID, p.err)
 	}
 	return nil
 }
@@ -511,13 +523,13 @@ func (p *persister[S]) store(cp *checkpoint.Checkpoint, md checkpoint.Metadata) 
 	parent := p.cfg
 	p.cfg.CheckpointID = cp.ID
 	p.dirty = false
-	return p.do(func() error {
-		_, err := p.saver.Put(context.Background(), parent, cp, md)
+	return p.do(func(ctx context.Context) error {
+		_, err := p.saver.Put(ctx, parent, cp, md)
 		return err
 	})
 }
 
-func (p *persister[S]) flushExit(_ context.Context) error {
+func (p *persister[S]) flushExit() error {
 	if !p.dirty {
 		return nil
 	}
@@ -584,7 +596,7 @@ func (p *persister[S]) encodeHeld() error {
 // its error, or its interrupts.
 func (p *persister[S]) saveTasks(r *runner[S], tasks []*task[S]) error {
 	if p.durability == DurabilityExit {
-		if err := p.flushExit(r.ctx); err != nil {
+		if err := p.flushExit(); err != nil {
 			return err
 		}
 	}
@@ -611,7 +623,7 @@ func (p *persister[S]) saveTasks(r *runner[S], tasks []*task[S]) error {
 			}
 		}
 		id := t.cx.tc.taskID()
-		if err := p.do(func() error { return p.saver.PutWrites(context.Background(), cfg, id, ws) }); err != nil {
+		if err := p.do(func(ctx context.Context) error { return p.saver.PutWrites(ctx, cfg, id, ws) }); err != nil {
 			return err
 		}
 	}
@@ -665,18 +677,104 @@ func (p *persister[S]) saveResume(r *runner[S], t *task[S]) error {
 	cfg := p.cfg
 	cfg.CheckpointID = p.head
 	ws := []checkpoint.PendingWrite{{TaskID: t.cx.tc.taskID(), Index: resumeWriteIndex, Channel: checkpoint.ResumeChannel, Value: b}}
-	return p.do(func() error { return p.saver.PutWrites(context.Background(), cfg, t.cx.tc.taskID(), ws) })
+	id := t.cx.tc.taskID()
+	return p.do(func(ctx context.Context) error { return p.saver.PutWrites(ctx, cfg, id, ws) })
+}
+
+// commandTaskPrefix names the pending writes of a command given on resume:
+// the writes, gotos and Sends of a run's input applied to a pending step.
+const commandTaskPrefix = "__command__:"
+
+// dropReplayedWrites forgets the pending writes of a checkpoint that a run
+// replays: they belong to the branch that went on from it, not to the new
+// one (its resume values above all).
+func (p *persister[S]) dropReplayedWrites(ctx context.Context, st *loadedState[S]) error {
+	if p.r.rc.cfg.CheckpointID == "" || len(st.tuple.PendingWrites) == 0 {
+		return nil
+	}
+	latest, err := p.saver.Get(ctx, checkpoint.Config{ThreadID: p.cfg.ThreadID, Namespace: p.cfg.Namespace})
+	if err != nil {
+		return fmt.Errorf("graph: thread %q: %w", p.cfg.ThreadID, err)
+	}
+	if latest.Checkpoint.ID != st.tuple.Checkpoint.ID {
+		st.tuple.PendingWrites = nil
+	}
+	return nil
+}
+
+// applyCommand applies a run's input to the step it resumes, as LangGraph's
+// Command(update=..., goto=...) on resume: the writes reach the state before
+// the pending tasks run again, gotos and Sends add tasks to the step. The
+// command is saved with the step, so a later resume applies it again.
+func (r *runner[S]) applyCommand(tasks []*task[S], input Update[S]) ([]*task[S], error) {
+	if len(input.writes) == 0 && len(input.gotos) == 0 && len(input.sends) == 0 {
+		return tasks, nil
+	}
+	cmd := &task[S]{node: &nodeSpec[S]{name: START, idx: -1}, upd: input}
+	cmd.cx.tc = taskCtx{run: &r.shared, node: START, step: r.step, id: commandTaskPrefix + r.rc.cfg.RunID}
+	if err := r.route(cmd, false); err != nil {
+		return nil, err
+	}
+	ws, err := r.p.taskWrites(cmd)
+	if err != nil {
+		return nil, err
+	}
+	cfg := r.p.cfg
+	cfg.CheckpointID = r.p.head
+	id := cmd.cx.tc.id
+	if err := r.p.do(func(ctx context.Context) error { return r.p.saver.PutWrites(ctx, cfg, id, ws) }); err != nil {
+		return nil, err
+	}
+	return r.takeCommand(tasks, cmd)
+}
+
+// takeCommand folds a command's writes into the state and adds the tasks its
+// routes and Sends ask for to the pending step.
+func (r *runner[S]) takeCommand(tasks []*task[S], cmd *task[S]) ([]*task[S], error) {
+	if err := r.apply([]*task[S]{cmd}); err != nil {
+		return nil, err
+	}
+	for _, ni := range cmd.routes {
+		if slices.ContainsFunc(tasks, func(t *task[S]) bool { return !t.push && t.node.idx == ni }) {
+			continue
+		}
+		t := &task[S]{node: r.g.nodes[ni]}
+		t.cx.tc = taskCtx{run: &r.shared, node: t.node.name, id: r.p.head + "/" + strconv.Itoa(len(tasks))}
+		tasks = append(tasks, t)
+	}
+	for _, snd := range cmd.sends {
+		t := &task[S]{node: r.g.byName[snd.Node], input: snd.State, push: true}
+		t.cx.tc = taskCtx{run: &r.shared, node: t.node.name, id: r.p.head + "/" + strconv.Itoa(len(tasks))}
+		tasks = append(tasks, t)
+	}
+	view := r.g.view(&r.state)
+	for _, t := range tasks {
+		if !t.push {
+			t.input = view
+		}
+	}
+	return tasks, nil
 }
 
 // restoreTasks rebuilds the tasks a checkpoint planned, with what its pending
 // writes say about each: done (its writes are reapplied, it does not run
-// again), interrupted (with the resume values given so far), or to run.
+// again), interrupted (with the resume values given so far), or to run. A
+// command given on an earlier resume is applied again.
 func (r *runner[S]) restoreTasks(st *loadedState[S]) ([]*task[S], error) {
 	g, p := r.g, r.p
 	cp := st.tuple.Checkpoint
 	tasks := make([]*task[S], 0, len(cp.Tasks))
 	byID := make(map[string]*task[S], len(cp.Tasks))
 	view := g.view(&r.state)
+	var cmds []*task[S]
+	for _, w := range st.tuple.PendingWrites {
+		if strings.HasPrefix(w.TaskID, commandTaskPrefix) && byID[w.TaskID] == nil {
+			t := &task[S]{node: &nodeSpec[S]{name: START, idx: -1}}
+			t.cx.tc = taskCtx{run: &r.shared, node: START, id: w.TaskID}
+			byID[w.TaskID] = t
+			cmds = append(cmds, t)
+		}
+	}
 	for _, ct := range cp.Tasks {
 		n, ok := g.byName[ct.Node]
 		if !ok {
@@ -750,6 +848,12 @@ func (r *runner[S]) restoreTasks(st *loadedState[S]) ([]*task[S], error) {
 	for _, t := range tasks {
 		if !t.done {
 			t.upd.writes = nil
+		}
+	}
+	var err error
+	for _, c := range cmds {
+		if tasks, err = r.takeCommand(tasks, c); err != nil {
+			return nil, err
 		}
 	}
 	return tasks, nil

@@ -34,6 +34,15 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
+// retryable is false for errors no retry policy may retry, whatever its
+// RetryOn says: an interrupt, a command for the parent graph, and a missing
+// saver, which another attempt cannot bring.
+func retryable(err error) bool {
+	var ie *interruptSignal
+	var pc *parentCommand
+	return !errors.As(err, &ie) && !errors.As(err, &pc) && !errors.Is(err, ErrNoSaver)
+}
+
 func defaultRetryOn(err error) bool {
 	var p *permanentError
 	var ne *NodeError

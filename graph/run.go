@@ -14,12 +14,20 @@ import (
 	"github.com/agentgraph/agentgraph/checkpoint"
 )
 
-// runShared is the part of a run that tasks reach through their context.
+// runShared is the part of a run that tasks reach through their context,
+// and that a subgraph run started by one of its tasks inherits.
 type runShared struct {
-	cfg   Config
-	modes Mode
-	saver bool
-	emit  func(t *taskCtx, mode Mode, data any)
+	cfg        Config
+	modes      Mode
+	subgraphs  bool
+	saver      checkpoint.Saver
+	durability Durability
+	// resume holds the resume values of this run by interrupt id, for the
+	// tasks of this run and of the subgraphs they run.
+	resume map[string]any
+	emit   func(t *taskCtx, mode Mode, data any)
+	// emitSub passes on an event of a subgraph run (WithSubgraphs).
+	emitSub func(t *taskCtx, ev subEvent)
 }
 
 type taskKey struct{}
@@ -99,8 +107,10 @@ type runner[S any] struct {
 	shared runShared
 	yield  func(Event[S]) bool
 	stop   bool // the stream's consumer stopped
-	// initial, for a subgraph, is the state the run starts from.
+	// initial, for a subgraph, is the state the run starts from, and
+	// parent the task that runs the subgraph.
 	initial *S
+	parent  *taskCtx
 
 	state    S
 	step     int
@@ -122,21 +132,80 @@ type streamItem struct {
 	t    *taskCtx
 	mode Mode
 	data any
+	sub  *subEvent
 }
 
 func (g *Graph[S]) run(ctx context.Context, input Update[S], opts []RunOption, yield func(Event[S]) bool) (res Result[S], err error) {
 	return g.runWith(&runner[S]{g: g, yield: yield}, ctx, input, opts)
 }
 
+// runWith runs the graph: it configures the run, opens the thread (with a
+// saver), starts from the input or resumes the pending step, and loops over
+// supersteps until no task is left, an interrupt pauses the run or a task
+// fails.
 func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], opts []RunOption) (res Result[S], err error) {
-	yield := r.yield
+	if err := r.configure(ctx, opts); err != nil {
+		return res, err
+	}
+	var cancel context.CancelFunc
+	r.ctx, cancel = context.WithCancel(ctx)
+	defer cancel()
+	r.alloc()
+
+	hasInput := len(input.writes) > 0 || len(input.gotos) > 0 || len(input.sends) > 0
+	var pending []*task[S]
+	if r.shared.saver == nil {
+		if r.rc.resume != nil || r.rc.cfg.CheckpointID != "" {
+			return res, fmt.Errorf("graph: resuming or replaying a run: %w", ErrNoSaver)
+		}
+		r.step = -2
+	} else {
+		unlock, err := r.lockThread()
+		if err != nil {
+			return res, err
+		}
+		defer unlock()
+		r.p = newPersister(g, r)
+		defer r.p.close()
+		if pending, err = r.openThread(hasInput); err != nil {
+			return res, err
+		}
+		defer func() {
+			if perr := r.p.finish(); perr != nil && err == nil {
+				err = perr
+			}
+			res.Checkpoint = r.p.cfg
+			r.p.remember(r)
+		}()
+	}
+	resuming := len(pending) > 0 && (!hasInput || r.rc.resume != nil)
+	if r.rc.resume != nil && !resuming {
+		return res, fmt.Errorf("graph: thread %q has no pending step to resume: call Invoke without graph.WithResume to start a new run", r.rc.cfg.ThreadID)
+	}
+	var tasks []*task[S]
+	if resuming {
+		if tasks, err = r.resume(pending, input); err != nil {
+			return res, err
+		}
+	} else {
+		if tasks, err = r.start(input, hasInput, pending); err != nil {
+			return res, err
+		}
+	}
+	return r.loop(tasks, resuming)
+}
+
+// configure reads the run options and, for a subgraph run, what it
+// inherits from the task that started it.
+func (r *runner[S]) configure(ctx context.Context, opts []RunOption) error {
+	g := r.g
 	r.rc.modes = ModeUpdates
 	for _, o := range opts {
 		o.applyRun(&r.rc)
 	}
 	cfg := &r.rc.cfg
 	if cfg.RecursionLimit < 0 {
-		return res, fmt.Errorf("graph: recursion limit %d: must be at least 1 (0 means the default, %d)", cfg.RecursionLimit, DefaultRecursionLimit)
+		return fmt.Errorf("graph: recursion limit %d: must be at least 1 (0 means the default, %d)", cfg.RecursionLimit, DefaultRecursionLimit)
 	}
 	if cfg.RecursionLimit == 0 {
 		cfg.RecursionLimit = DefaultRecursionLimit
@@ -144,127 +213,155 @@ func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], o
 	if cfg.RunID == "" {
 		cfg.RunID = checkpoint.NewID()
 	}
-	if yield == nil {
+	if r.yield == nil {
 		r.rc.modes = 0
 	} else {
 		r.rc.modes |= ModeInterrupt
 	}
-	r.shared = runShared{cfg: *cfg, modes: r.rc.modes, saver: g.opts.saver != nil && r.initial == nil, emit: r.emitFromTask}
-	if parent, ok := ctx.Value(taskKey{}).(*taskCtx); ok && r.initial != nil {
-		// A subgraph's nodes emit into the parent's stream, as the parent's node.
-		r.shared.modes = parent.run.modes & (ModeCustom | ModeMessages)
-		r.shared.emit = func(_ *taskCtx, mode Mode, data any) { parent.run.emit(parent, mode, data) }
+	r.shared = runShared{cfg: *cfg, modes: r.rc.modes, subgraphs: r.rc.subgraphs, saver: g.opts.saver, durability: r.rc.durability, emit: r.emitFromTask, emitSub: r.emitSubFromTask}
+	if r.parent != nil {
+		// A subgraph run lives in its parent's task: it saves into the
+		// parent's thread under its own namespace, with the parent's saver
+		// and durability, and answers the resume values given to the parent.
+		pr := r.parent.run
+		r.shared.saver, r.shared.durability, r.shared.resume = pr.saver, pr.durability, pr.resume
+		r.rc.durability = pr.durability
+		r.shared.cfg.Namespace = r.rc.cfg.Namespace
+		switch {
+		case pr.subgraphs:
+			r.shared.modes = pr.modes &^ ModeInterrupt
+			r.shared.subgraphs = true
+			r.rc.modes = r.shared.modes
+		default:
+			// Without WithSubgraphs a subgraph's custom and message events
+			// reach the parent's stream as the parent node's.
+			r.shared.modes = pr.modes & (ModeCustom | ModeMessages)
+			r.rc.modes = r.shared.modes
+		}
 	}
-	var cancel context.CancelFunc
-	r.ctx, cancel = context.WithCancel(ctx)
-	defer cancel()
+	return nil
+}
+
+// alloc makes the runner's scratch space.
+func (r *runner[S]) alloc() {
+	g := r.g
 	r.buckets = make([][]Write[S], len(g.keys))
 	r.marks = make([]bool, len(g.nodes))
 	r.barriers = make([][]bool, len(g.joins))
 	for i, j := range g.joins {
 		r.barriers[i] = make([]bool, len(j.fromIdx))
 	}
+}
 
-	hasInput := len(input.writes) > 0 || len(input.gotos) > 0 || len(input.sends) > 0
-	var tasks []*task[S]
-	resuming := false
-	if g.opts.saver == nil || r.initial != nil {
-		if r.rc.resume != nil || cfg.CheckpointID != "" {
-			return res, fmt.Errorf("graph: resuming or replaying a run: %w", ErrNoSaver)
-		}
+// lockThread takes the thread's lock when the saver has one. A subgraph run
+// works under its parent's lock.
+func (r *runner[S]) lockThread() (func(), error) {
+	cfg := &r.rc.cfg
+	if cfg.ThreadID == "" {
+		return nil, ErrNoThread
+	}
+	l, ok := r.shared.saver.(checkpoint.ThreadLocker)
+	if !ok || r.parent != nil {
+		return func() {}, nil
+	}
+	unlock, err := l.TryLock(cfg.ThreadID)
+	if err != nil {
+		return nil, fmt.Errorf("graph: thread %q: %w (one run per thread at a time: wait for the other run to end)", cfg.ThreadID, err)
+	}
+	return unlock, nil
+}
+
+// openThread loads the checkpoint the run starts from and returns the tasks
+// it left pending, if any. A subgraph run that has nothing pending in its
+// namespace starts afresh from its initial state.
+func (r *runner[S]) openThread(hasInput bool) ([]*task[S], error) {
+	st, err := r.p.load(r.ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
 		r.step = -2
-	} else {
-		if cfg.ThreadID == "" {
-			return res, ErrNoThread
-		}
-		if l, ok := g.opts.saver.(checkpoint.ThreadLocker); ok {
-			unlock, err := l.TryLock(cfg.ThreadID)
-			if err != nil {
-				return res, fmt.Errorf("graph: thread %q: %w (one run per thread at a time: wait for the other run to end)", cfg.ThreadID, err)
-			}
-			defer unlock()
-		}
-		r.p = newPersister(g, r.rc)
-		r.p.r = r
-		defer r.p.close()
-		st, err := r.p.load(r.ctx, true)
-		if err != nil {
-			return res, err
-		}
-		if st != nil {
-			r.state, r.barriers, r.version, r.step = st.state, st.barriers, st.version, st.step
-			if !hasInput {
-				tasks, err = r.restoreTasks(st)
-				if err != nil {
-					return res, err
-				}
-				resuming = true
-			}
-		} else {
-			if cfg.CheckpointID != "" {
-				return res, fmt.Errorf("graph: thread %q has no checkpoint %q: %w", cfg.ThreadID, cfg.CheckpointID, checkpoint.ErrNotFound)
-			}
-			r.step = -2
-		}
-		defer func() {
-			if perr := r.p.finish(context.WithoutCancel(ctx)); perr != nil && err == nil {
-				err = perr
-			}
-			res.Checkpoint = r.p.cfg
-			r.p.remember(r)
-		}()
+		return nil, nil
 	}
-	if r.rc.resume != nil && (hasInput || !resuming) {
-		return res, errors.New("graph: Resume needs an interrupted thread and no input: call Invoke with an empty input and graph.Resume")
+	if r.parent != nil && len(st.tuple.Checkpoint.Tasks) == 0 {
+		r.p.cfg.CheckpointID, r.p.head = "", ""
+		r.p.chain = chainInfo{}
+		r.step = -2
+		return nil, nil
 	}
-	if resuming && r.rc.resume != nil {
-		if err := r.assignResume(tasks); err != nil {
-			return res, err
-		}
+	r.state, r.barriers, r.version, r.step = st.state, st.barriers, st.version, st.step
+	if err := r.p.dropReplayedWrites(r.ctx, st); err != nil {
+		return nil, err
 	}
+	return r.restoreTasks(st)
+}
 
-	if !resuming {
-		// The input is the work of a virtual START task.
-		start := &task[S]{node: g.start, upd: input}
-		start.cx.tc = taskCtx{run: &r.shared, node: START, step: r.step}
-		r.step++
-		if r.initial != nil {
-			r.state = *r.initial
+// start applies the input as the work of a virtual START task and plans the
+// first step. Sends a thread left pending are kept for that step.
+func (r *runner[S]) start(input Update[S], hasInput bool, pending []*task[S]) ([]*task[S], error) {
+	g := r.g
+	start := &task[S]{node: g.start, upd: input}
+	start.cx.tc = taskCtx{run: &r.shared, node: START, step: r.step}
+	r.step++
+	if r.initial != nil {
+		r.state = *r.initial
+	}
+	if err := r.applyAndRoute([]*task[S]{start}); err != nil {
+		return nil, err
+	}
+	tasks, err := r.plan([]*task[S]{start})
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range pending {
+		if t.push && !t.done {
+			tasks = append(tasks, &task[S]{node: t.node, input: t.input, push: true})
 		}
-		if err := r.applyAndRoute([]*task[S]{start}); err != nil {
-			return res, err
+	}
+	if r.p != nil {
+		if err := r.p.commit(r, checkpoint.SourceInput, []*task[S]{start}, tasks); err != nil {
+			return nil, err
 		}
-		tasks, err = r.plan([]*task[S]{start})
-		if err != nil {
-			return res, err
-		}
-		if r.p != nil {
-			if err := r.p.commit(r, checkpoint.SourceInput, []*task[S]{start}, tasks); err != nil {
-				return res, err
-			}
-		}
+	}
+	if hasInput || r.initial != nil {
 		r.emitValues()
-		r.step++
 	}
+	r.step++
+	return tasks, nil
+}
 
+// resume continues the step a thread left pending: the input, if any, is
+// applied first as a command (its writes are visible to the resumed tasks,
+// its gotos add tasks to the step), then the resume values reach the
+// interrupted tasks. The resumed step gets a number of its own.
+func (r *runner[S]) resume(tasks []*task[S], input Update[S]) ([]*task[S], error) {
+	r.step++
+	var err error
+	if tasks, err = r.applyCommand(tasks, input); err != nil {
+		return nil, err
+	}
+	if err := r.assignResume(tasks); err != nil {
+		return nil, err
+	}
+	r.emitValues()
+	return tasks, nil
+}
+
+// loop runs supersteps until no task is left.
+func (r *runner[S]) loop(tasks []*task[S], resuming bool) (Result[S], error) {
+	cfg := &r.rc.cfg
 	for steps := 0; len(tasks) > 0; steps++ {
 		if r.stop {
 			return r.result(nil), nil
 		}
 		if err := r.ctx.Err(); err != nil {
-			return res, fmt.Errorf("graph: run cancelled at step %d: %w", r.step, err)
+			return Result[S]{}, fmt.Errorf("graph: run cancelled at step %d: %w", r.step, err)
 		}
 		if steps >= cfg.RecursionLimit {
 			return r.result(nil), &RecursionLimitError{Limit: cfg.RecursionLimit}
 		}
-		if r.g.interruptBefore != nil && !(resuming && steps == 0) {
-			for _, t := range tasks {
-				if t.node.idx >= 0 && r.g.interruptBefore[t.node.idx] && !t.done {
-					in := []Interruption{{ID: interruptID(t.cx.tc.taskID(), -1), Node: t.node.name, TaskID: t.cx.tc.taskID(), When: "before"}}
-					r.emitInterrupts(in)
-					return r.result(in), nil
-				}
-			}
+		if in := r.breakBefore(tasks, resuming && steps == 0); in != nil {
+			return r.result(in), nil
 		}
 		r.runTasks(tasks)
 		if r.stop {
@@ -290,19 +387,45 @@ func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], o
 			}
 		}
 		r.emitStep(tasks)
-		if r.g.interruptAfter != nil && len(next) > 0 {
-			for _, t := range tasks {
-				if t.node.idx >= 0 && r.g.interruptAfter[t.node.idx] {
-					in := []Interruption{{ID: interruptID(t.cx.tc.taskID(), -2), Node: t.node.name, TaskID: t.cx.tc.taskID(), When: "after"}}
-					r.emitInterrupts(in)
-					return r.result(in), nil
-				}
-			}
+		if in := r.breakAfter(tasks, next); in != nil {
+			return r.result(in), nil
 		}
 		tasks = next
 		r.step++
 	}
 	return r.result(nil), nil
+}
+
+// breakBefore pauses the run at a static breakpoint before a task, except
+// on the step a run resumes.
+func (r *runner[S]) breakBefore(tasks []*task[S], resumed bool) []Interruption {
+	if r.g.interruptBefore == nil || resumed {
+		return nil
+	}
+	for _, t := range tasks {
+		if t.node.idx >= 0 && r.g.interruptBefore[t.node.idx] && !t.done {
+			in := []Interruption{{ID: interruptID(t.cx.tc.taskID(), -1), Node: t.node.name, TaskID: t.cx.tc.taskID(), Namespace: r.rc.cfg.Namespace, When: "before"}}
+			r.emitInterrupts(in)
+			return in
+		}
+	}
+	return nil
+}
+
+// breakAfter pauses the run at a static breakpoint after a task, when
+// something is left to run.
+func (r *runner[S]) breakAfter(tasks, next []*task[S]) []Interruption {
+	if r.g.interruptAfter == nil || len(next) == 0 {
+		return nil
+	}
+	for _, t := range tasks {
+		if t.node.idx >= 0 && r.g.interruptAfter[t.node.idx] {
+			in := []Interruption{{ID: interruptID(t.cx.tc.taskID(), -2), Node: t.node.name, TaskID: t.cx.tc.taskID(), Namespace: r.rc.cfg.Namespace, When: "after"}}
+			r.emitInterrupts(in)
+			return in
+		}
+	}
+	return nil
 }
 
 func (r *runner[S]) result(in []Interruption) Result[S] {
@@ -415,11 +538,7 @@ func (r *runner[S]) exec(ctx context.Context, t *task[S]) {
 	for attempt := 1; ; attempt++ {
 		t.cx.tc.calls, t.cx.tc.raised = 0, nil
 		t.upd, t.err = r.call(tctx, t)
-		if t.err == nil || t.node.retry == nil {
-			break
-		}
-		var ie *interruptSignal
-		if errors.As(t.err, &ie) || ctx.Err() != nil {
+		if t.err == nil || t.node.retry == nil || !retryable(t.err) || ctx.Err() != nil {
 			break
 		}
 		wait, again := t.node.retry.next(attempt, t.err)
@@ -441,10 +560,16 @@ func (r *runner[S]) exec(ctx context.Context, t *task[S]) {
 	}
 	if t.err != nil {
 		var ie *interruptSignal
-		if errors.As(t.err, &ie) {
+		var pc *parentCommand
+		switch {
+		case errors.As(t.err, &ie):
 			t.interrupted = true
 			t.err = nil
-		} else {
+		case errors.As(t.err, &pc):
+			// A command for the graph above: the subgraph run ends with it
+			// as its error, unwrapped, for the parent's task to take.
+			t.err = pc
+		default:
 			var ne *NodeError
 			if !errors.As(t.err, &ne) || ne.Node != t.node.name {
 				t.err = &NodeError{Node: t.node.name, Step: r.step, Err: t.err}
@@ -697,6 +822,16 @@ func (r *runner[S]) plan(tasks []*task[S]) ([]*task[S], error) {
 		}
 	}
 	sends := 0
+	// A join's target consumes the join when it runs (not when it is
+	// planned), so a pending join survives a breakpoint and UpdateState.
+	for _, t := range tasks {
+		if !t.push {
+			for _, ji := range t.node.joinsIn {
+				clear(r.barriers[ji])
+			}
+		}
+	}
+	joined := false
 	for _, t := range tasks {
 		for _, i := range t.node.next {
 			mark(i)
@@ -707,17 +842,24 @@ func (r *runner[S]) plan(tasks []*task[S]) ([]*task[S], error) {
 		sends += len(t.sends)
 		for _, ji := range t.node.joins {
 			j := &g.joins[ji]
-			b := r.barriers[ji]
 			for p, f := range j.fromIdx {
 				if f == t.node.idx {
-					b[p] = true
+					r.barriers[ji][p] = true
+					joined = true
 				}
 			}
-			if !slices.Contains(b, false) {
+		}
+	}
+	if joined || len(tasks) == 1 && tasks[0].node.idx < 0 {
+		for ji := range g.joins {
+			b := r.barriers[ji]
+			if slices.Contains(b, false) {
+				continue
+			}
+			if j := &g.joins[ji]; j.toIdx >= 0 {
+				mark(j.toIdx)
+			} else {
 				clear(b)
-				if j.toIdx >= 0 {
-					mark(j.toIdx)
-				}
 			}
 		}
 	}
@@ -767,7 +909,40 @@ func (r *runner[S]) emitFromTask(t *taskCtx, mode Mode, data any) {
 	r.deliver(streamItem{t: t, mode: mode, data: data})
 }
 
+// emitSubFromTask passes on an event of a subgraph run that task t runs:
+// tagged with its namespace with WithSubgraphs, otherwise (custom and
+// message events only) as t's own.
+func (r *runner[S]) emitSubFromTask(t *taskCtx, ev subEvent) {
+	if ev.mode == ModeInterrupt {
+		return // the interrupts reach the stream as this run's
+	}
+	if !r.shared.subgraphs {
+		r.emitFromTask(t, ev.mode, ev.data)
+		return
+	}
+	if r.rc.modes&ev.mode == 0 || r.yield == nil {
+		return
+	}
+	if ch := r.events; ch != nil {
+		select {
+		case ch <- streamItem{t: t, mode: ev.mode, sub: &ev}:
+		case <-r.ctx.Done():
+		}
+		return
+	}
+	r.deliver(streamItem{t: t, mode: ev.mode, sub: &ev})
+}
+
 func (r *runner[S]) deliver(it streamItem) {
+	if se := it.sub; se != nil {
+		ev := Event[S]{Mode: se.mode, Namespace: se.ns, Step: se.step, Node: se.node, TaskID: se.taskID, Update: se.update, Data: se.data, Debug: se.debug, Interrupts: se.interrupts}
+		if se.mode == ModeValues {
+			// The subgraph's state is of its own type: it travels in Data.
+			ev.Data = se.state
+		}
+		r.send(ev)
+		return
+	}
 	ev := Event[S]{Mode: it.mode, Step: it.t.step, Node: it.t.node, TaskID: it.t.taskID()}
 	if it.mode == ModeDebug {
 		ev.Debug = it.data.(*DebugInfo)

@@ -29,10 +29,14 @@ type TaskInfo struct {
 	Done       bool
 	Err        string
 	Interrupts []Interruption
+	// State is, with WithSubgraphs, the Snapshot of the subgraph a pending
+	// Subgraph task left in the thread (a Snapshot of the subgraph's state
+	// type), or nil.
+	State any
 }
 
-func (g *Graph[S]) stateRunner(ctx context.Context, cfg checkpoint.Config, take bool) (*runner[S], *loadedState[S], error) {
-	if g.opts.saver == nil {
+func (g *Graph[S]) stateRunner(ctx context.Context, saver checkpoint.Saver, cfg checkpoint.Config, take bool) (*runner[S], *loadedState[S], error) {
+	if saver == nil {
 		return nil, nil, ErrNoSaver
 	}
 	if cfg.ThreadID == "" {
@@ -41,17 +45,12 @@ func (g *Graph[S]) stateRunner(ctx context.Context, cfg checkpoint.Config, take 
 	r := &runner[S]{g: g, ctx: ctx}
 	r.rc.cfg = Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: cfg.CheckpointID, RunID: checkpoint.NewID()}
 	r.rc.durability = DurabilitySync
-	r.shared = runShared{cfg: r.rc.cfg, saver: true, emit: r.emitFromTask}
-	r.buckets = make([][]Write[S], len(g.keys))
-	r.marks = make([]bool, len(g.nodes))
-	r.barriers = make([][]bool, len(g.joins))
-	for i, j := range g.joins {
-		r.barriers[i] = make([]bool, len(j.fromIdx))
-	}
-	r.p = newPersister(g, r.rc)
-	r.p.r = r
+	r.shared = runShared{cfg: r.rc.cfg, saver: saver, durability: DurabilitySync, emit: r.emitFromTask, emitSub: r.emitSubFromTask}
+	r.alloc()
+	r.p = newPersister(g, r)
 	st, err := r.p.load(ctx, take)
 	if err != nil {
+		r.p.close()
 		return nil, nil, err
 	}
 	if st != nil {
@@ -73,30 +72,47 @@ func (g *Graph[S]) GetState(ctx context.Context, opts ...StateOption) (Snapshot[
 }
 
 func (g *Graph[S]) getState(ctx context.Context, sc stateConfig) (Snapshot[S], error) {
+	return g.getStateWith(ctx, g.opts.saver, sc)
+}
+
+func (g *Graph[S]) getStateWith(ctx context.Context, saver checkpoint.Saver, sc stateConfig) (Snapshot[S], error) {
 	cfg := sc.addr
-	r, st, err := g.stateRunner(ctx, cfg, false)
-	if r != nil {
-		defer r.p.close()
-	}
+	r, st, err := g.stateRunner(ctx, saver, cfg, false)
 	if err != nil {
-		return Snapshot[S]{}, err
+		return Snapshot[S]{Config: cfg}, err
 	}
+	defer r.p.close()
 	if st == nil {
 		return Snapshot[S]{Config: cfg}, fmt.Errorf("graph: thread %q: %w", cfg.ThreadID, checkpoint.ErrNotFound)
 	}
-	return r.snapshot(st)
+	return r.snapshot(st, sc.subgraphs)
 }
 
-func (r *runner[S]) snapshot(st *loadedState[S]) (Snapshot[S], error) {
+// snapshot describes the loaded checkpoint as the thread stands: the writes
+// of the tasks that finished in a step that failed or paused are applied, so
+// Values is current and Next lists only what still has to run.
+func (r *runner[S]) snapshot(st *loadedState[S], subgraphs bool) (Snapshot[S], error) {
 	t := st.tuple
 	snap := Snapshot[S]{
-		Values: r.g.view(&r.state), Config: t.Config, ParentConfig: t.ParentConfig,
+		Config: t.Config, ParentConfig: t.ParentConfig,
 		Metadata: t.Metadata, CreatedAt: t.Checkpoint.TS,
 	}
 	tasks, err := r.restoreTasks(st)
 	if err != nil {
 		return snap, err
 	}
+	var done []*task[S]
+	for _, tk := range tasks {
+		if tk.done {
+			done = append(done, tk)
+		}
+	}
+	if len(done) > 0 {
+		if err := r.apply(done); err != nil {
+			return snap, err
+		}
+	}
+	snap.Values = r.g.view(&r.state)
 	failed := map[string]string{}
 	for _, w := range t.PendingWrites {
 		if w.Channel == checkpoint.ErrorChannel {
@@ -104,9 +120,20 @@ func (r *runner[S]) snapshot(st *loadedState[S]) (Snapshot[S], error) {
 		}
 	}
 	for _, tk := range tasks {
-		info := TaskInfo{ID: tk.cx.tc.taskID(), Node: tk.node.name, Done: tk.done, Err: failed[tk.cx.tc.taskID()], Interrupts: tk.cx.tc.raised}
+		id := tk.cx.tc.taskID()
+		info := TaskInfo{ID: id, Node: tk.node.name, Done: tk.done, Err: failed[id], Interrupts: tk.cx.tc.raised}
+		if subgraphs && !tk.done {
+			if sn, ok := tk.node.node.(subgraphSnapshotter); ok {
+				addr := checkpoint.Config{ThreadID: t.Config.ThreadID, Namespace: childNamespace(t.Config.Namespace, tk.node.name, id)}
+				if info.State, err = sn.snapshot(r.ctx, r.shared.saver, addr); err != nil {
+					return snap, err
+				}
+			}
+		}
 		snap.Tasks = append(snap.Tasks, info)
-		snap.Next = append(snap.Next, tk.node.name)
+		if !tk.done {
+			snap.Next = append(snap.Next, tk.node.name)
+		}
 		snap.Interrupts = append(snap.Interrupts, tk.cx.tc.raised...)
 	}
 	return snap, nil
@@ -163,7 +190,7 @@ func (g *Graph[S]) UpdateState(ctx context.Context, upd Update[S], asNode string
 		}
 		defer unlock()
 	}
-	r, _, err := g.stateRunner(ctx, cfg, true)
+	r, _, err := g.stateRunner(ctx, g.opts.saver, cfg, true)
 	if err != nil {
 		return cfg, err
 	}
@@ -193,7 +220,7 @@ func (g *Graph[S]) UpdateState(ctx context.Context, upd Update[S], asNode string
 	if err := r.p.commit(r, checkpoint.SourceUpdate, []*task[S]{t}, next); err != nil {
 		return cfg, err
 	}
-	if err := r.p.finish(ctx); err != nil {
+	if err := r.p.finish(); err != nil {
 		return cfg, err
 	}
 	r.p.ok = true
