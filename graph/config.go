@@ -160,6 +160,7 @@ type historyConfig struct {
 type resumeSpec struct {
 	value any
 	byID  map[string]any
+	none  bool // WithContinue: no value
 }
 
 // ThreadOption names the thread a call works on, and optionally a checkpoint
@@ -281,6 +282,17 @@ func WithStreamModes(m Mode) RunOption { return runOption(func(r *runConfig) { r
 // v. The run's input, if any, is applied first (a command on resume).
 func WithResume(v any) RunOption {
 	return runOption(func(r *runConfig) { r.resume = &resumeSpec{value: v} })
+}
+
+// WithContinue continues the step a thread left pending (after a static
+// breakpoint, a failure or an interrupt) with the run's input applied to it
+// as a command: its writes reach the state before the pending tasks run
+// again, and its Gotos and Sends add tasks to that step. Without it, input
+// to a thread starts a new run and the pending step is dropped (its Sends
+// are kept). Pending interrupts are raised again: answer them with
+// WithResume or WithResumeByID, which continue the step the same way.
+func WithContinue() RunOption {
+	return runOption(func(r *runConfig) { r.resume = &resumeSpec{none: true} })
 }
 
 // WithResumeByID answers several pending interrupts, by interrupt id; the

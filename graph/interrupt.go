@@ -56,7 +56,7 @@ func Interrupt(ctx context.Context, value any) (any, error) {
 		return t.resume[k], nil
 	}
 	id := t.lockedID()
-	in := Interruption{ID: interruptID(id, k), Value: value, Node: t.node, TaskID: id, Namespace: t.run.cfg.Namespace}
+	in := Interruption{ID: interruptID(t.run.cfg.Namespace+"|"+id, k), Value: value, Node: t.node, TaskID: id, Namespace: t.run.cfg.Namespace}
 	t.raised = append(t.raised, in)
 	return nil, &interruptSignal{in: in}
 }
@@ -145,7 +145,7 @@ func (r *runner[S]) assignResume(tasks []*task[S]) error {
 // resumeMap turns the run's resume option into values by interrupt id.
 func (r *runner[S]) resumeMap(tasks []*task[S]) (map[string]any, error) {
 	rs := r.rc.resume
-	if rs == nil {
+	if rs == nil || rs.none {
 		return nil, nil
 	}
 	var pending []Interruption

@@ -846,7 +846,9 @@ func (r *runner[S]) restoreTasks(st *loadedState[S]) ([]*task[S], error) {
 		}
 	}
 	for _, t := range tasks {
-		if !t.done {
+		if t.done {
+			t.cx.tc.raised = nil // answered on an earlier resume
+		} else {
 			t.upd.writes = nil
 		}
 	}

@@ -404,7 +404,7 @@ func (r *runner[S]) breakBefore(tasks []*task[S], resumed bool) []Interruption {
 	}
 	for _, t := range tasks {
 		if t.node.idx >= 0 && r.g.interruptBefore[t.node.idx] && !t.done {
-			in := []Interruption{{ID: interruptID(t.cx.tc.taskID(), -1), Node: t.node.name, TaskID: t.cx.tc.taskID(), Namespace: r.rc.cfg.Namespace, When: "before"}}
+			in := []Interruption{{ID: interruptID(r.rc.cfg.Namespace+"|"+t.cx.tc.taskID(), -1), Node: t.node.name, TaskID: t.cx.tc.taskID(), Namespace: r.rc.cfg.Namespace, When: "before"}}
 			r.emitInterrupts(in)
 			return in
 		}
@@ -420,7 +420,7 @@ func (r *runner[S]) breakAfter(tasks, next []*task[S]) []Interruption {
 	}
 	for _, t := range tasks {
 		if t.node.idx >= 0 && r.g.interruptAfter[t.node.idx] {
-			in := []Interruption{{ID: interruptID(t.cx.tc.taskID(), -2), Node: t.node.name, TaskID: t.cx.tc.taskID(), Namespace: r.rc.cfg.Namespace, When: "after"}}
+			in := []Interruption{{ID: interruptID(r.rc.cfg.Namespace+"|"+t.cx.tc.taskID(), -2), Node: t.node.name, TaskID: t.cx.tc.taskID(), Namespace: r.rc.cfg.Namespace, When: "after"}}
 			r.emitInterrupts(in)
 			return in
 		}
