@@ -7,33 +7,9 @@ import (
 	"iter"
 	"slices"
 
-	"github.com/agentgraph/agentgraph/checkpoint"
 	"github.com/agentgraph/agentgraph/graph"
 	"github.com/agentgraph/agentgraph/model"
 )
-
-// WithSystemPrompt puts a system message with text before the conversation in
-// every model call. The message is not stored in the state. Read by
-// NewModelNode and NewReactAgent.
-func WithSystemPrompt(text string) Option { return func(o *options) { o.systemPrompt = text } }
-
-// WithToolChoice sets the tool choice of every model call (default: the
-// model decides). A choice that forces a call applies to every turn, so an
-// agent with it loops until the recursion limit unless a tool routes to
-// graph.END. Read by NewModelNode and NewReactAgent.
-func WithToolChoice(c model.ToolChoice) Option { return func(o *options) { o.toolChoice = c } }
-
-// WithSaver makes the agent's threads durable through s. Read by
-// NewReactAgent.
-func WithSaver(s checkpoint.Saver) Option {
-	return WithCompileOptions(graph.WithSaver(s))
-}
-
-// WithCompileOptions passes options to the agent graph's Compile. Read by
-// NewReactAgent.
-func WithCompileOptions(opts ...graph.CompileOption) Option {
-	return func(o *options) { o.compile = append(o.compile, opts...) }
-}
 
 // ModelNode is a graph node that calls a chat model on the conversation,
 // with tools bound, and appends the model's answer to it.
@@ -52,11 +28,18 @@ type ModelNode[S any] struct {
 
 // NewModelNode returns a ModelNode calling m over the conversation held by
 // messages, with tools bound.
-func NewModelNode[S any](m model.ChatModel, messages graph.SliceKey[S, model.Message], tools []*Tool, opts ...Option) (*ModelNode[S], error) {
+func NewModelNode[S any](m model.ChatModel, messages graph.SliceKey[S, model.Message], tools []*Tool, opts ...ModelNodeOption) (*ModelNode[S], error) {
+	var c modelConfig
+	for _, o := range opts {
+		o.applyModelNode(&c)
+	}
+	return newModelNode(m, messages, tools, c)
+}
+
+func newModelNode[S any](m model.ChatModel, messages graph.SliceKey[S, model.Message], tools []*Tool, o modelConfig) (*ModelNode[S], error) {
 	if m == nil {
 		return nil, errors.New("prebuilt: the chat model is nil: pass a model.ChatModel such as openai.New(...) or scripted.New(...)")
 	}
-	o := collect(opts)
 	n := &ModelNode[S]{model: m, messages: messages, choice: o.toolChoice}
 	for i, t := range tools {
 		if t == nil {
@@ -126,29 +109,61 @@ func forward(ctx context.Context, seq iter.Seq2[model.Chunk, error]) iter.Seq2[m
 }
 
 // NewReactAgent returns a compiled ReAct agent over MessagesState: the node
-// AgentNode calls m with tools bound; ToolsCondition sends tool calls to the
-// ToolNode ToolsNode, whose answers go back to the model; an answer without
-// tool calls ends the run.
+// AgentNode calls m with tools bound; each tool call of its answer runs as a
+// task of its own in the ToolNode ToolsNode (one graph.Send per call, as
+// LangGraph's v2 agent), and the tool messages go back to the model; an
+// answer without tool calls ends the run.
 //
-//	START -> agent -> (tools -> agent)* -> END
+//	START -> agent -> (tools × calls -> agent)* -> END
 //
-// Options: WithSystemPrompt, WithToolChoice, WithSaver and
-// WithCompileOptions, and the ToolNode's options.
-func NewReactAgent(m model.ChatModel, tools []*Tool, opts ...Option) (*graph.Graph[MessagesState], error) {
-	agent, err := NewModelNode(m, Messages, tools, opts...)
+// Because each call is its own task, a step in which one call pauses
+// (graph.Interrupt) or fails keeps the results of the calls that finished:
+// with a saver, resuming runs only the calls still pending. The tool
+// messages land in the conversation in call order. Inside a tool,
+// ToolState[MessagesState] holds a conversation of one message: the
+// assistant message asking for this call, with only this call.
+//
+// Options: WithSystemPrompt and WithToolChoice for the model node,
+// WithToolErrorsToModel, WithFailOnInvalidArguments and WithErrorContent for
+// the tool node, and WithCompileOptions for the graph (a saver,
+// breakpoints).
+func NewReactAgent(m model.ChatModel, tools []*Tool, opts ...AgentOption) (*graph.Graph[MessagesState], error) {
+	var c agentConfig
+	for _, o := range opts {
+		o.applyAgent(&c)
+	}
+	agent, err := newModelNode(m, Messages, tools, c.model)
 	if err != nil {
 		return nil, err
 	}
-	toolNode, err := NewToolNode(Messages, tools, opts...)
+	toolNode, err := newToolNode(Messages, tools, c.tools)
 	if err != nil {
 		return nil, err
 	}
-	o := collect(opts)
 	return graph.New(Messages).
 		AddNode(AgentNode, agent).
 		AddNode(ToolsNode, toolNode).
 		AddEdge(graph.START, AgentNode).
-		AddConditionalEdges(AgentNode, ToolsCondition(Messages), ToolsBranch()).
+		AddConditionalEdges(AgentNode, sendToolCalls, ToolsBranch()).
 		AddEdge(ToolsNode, AgentNode).
-		Compile(o.compile...)
+		Compile(c.compile...)
+}
+
+// sendToolCalls routes each tool call of the last message to ToolsNode as a
+// Send of its own, whose state holds the assistant message cut down to that
+// call, and ends the run when the last message asks for none. The Send
+// carries only that message, not the conversation, so that a saver does not
+// store the conversation once more per call.
+func sendToolCalls(_ context.Context, s MessagesState) (graph.Route[MessagesState], error) {
+	if len(s.Messages) == 0 || !s.Messages[len(s.Messages)-1].HasToolCalls() {
+		return graph.To[MessagesState](graph.END), nil
+	}
+	last := s.Messages[len(s.Messages)-1]
+	sends := make([]graph.Send[MessagesState], len(last.ToolCalls))
+	for i := range last.ToolCalls {
+		one := last
+		one.ToolCalls = last.ToolCalls[i : i+1 : i+1]
+		sends[i] = graph.SendTo(ToolsNode, MessagesState{Messages: []model.Message{one}})
+	}
+	return graph.Route[MessagesState]{Sends: sends}, nil
 }

@@ -41,7 +41,7 @@ func TestReactAgentCodeActTurns(t *testing.T) {
 		once.Do(func() { first = req })
 		return codeAct.Generate(ctx, req)
 	})
-	agent, err := NewReactAgent(m, []*Tool{echoPython(t)}, WithSaver(checkpoint.NewMemory()))
+	agent, err := NewReactAgent(m, []*Tool{echoPython(t)}, WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestReactAgentDurableInBolt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		agent, err := NewReactAgent(scripted.CodeAct(), []*Tool{echoPython(t)}, WithSaver(s))
+		agent, err := NewReactAgent(scripted.CodeAct(), []*Tool{echoPython(t)}, WithCompileOptions(graph.WithSaver(s)))
 		if err != nil {
 			t.Fatal(err)
 		}

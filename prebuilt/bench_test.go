@@ -48,9 +48,9 @@ func reactWorkload(b *testing.B, turns int) (model.ChatModel, *Tool) {
 func benchmarkReact(b *testing.B, turns int, saver *checkpoint.Memory) {
 	ctx := context.Background()
 	m, search := reactWorkload(b, turns)
-	var opts []Option
+	var opts []AgentOption
 	if saver != nil {
-		opts = append(opts, WithSaver(saver))
+		opts = append(opts, WithCompileOptions(graph.WithSaver(saver)))
 	}
 	agent, err := NewReactAgent(m, []*Tool{search}, opts...)
 	if err != nil {

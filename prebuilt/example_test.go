@@ -55,7 +55,7 @@ func ExampleNewReactAgent() {
 	// what the tool said. Swap in openai.New(...) for a real model.
 	agent, err := prebuilt.NewReactAgent(scripted.CodeAct(), []*prebuilt.Tool{runPython},
 		prebuilt.WithSystemPrompt("You write Python."),
-		prebuilt.WithSaver(checkpoint.NewMemory()))
+		prebuilt.WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
 	if err != nil {
 		panic(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/invopop/jsonschema"
 
@@ -214,39 +213,7 @@ type toolCallKey struct{}
 type toolCall struct {
 	id    string
 	state any
-	// interrupts serializes Interrupt across the calls of one step: the
-	// engine's per-task interrupt bookkeeping is not safe for concurrent use.
-	interrupts *sync.Mutex
 }
-
-// Interrupt pauses the run from inside a tool, as graph.Interrupt does from
-// a node: the first time it returns an error that the tool must return; when
-// the caller resumes with graph.WithResume(v), the ToolNode runs its calls again
-// and this call returns v. Tools use it rather than graph.Interrupt because
-// a ToolNode turns a tool's other errors into tool messages, which would
-// swallow the pause.
-//
-// The calls of one step run concurrently, so when several of them may
-// pause, which resume value reaches which call depends on timing: give the
-// ToolNode MaxParallel(1) to pause, and resume, in call order.
-func Interrupt(ctx context.Context, value any) (any, error) {
-	if c, ok := ctx.Value(toolCallKey{}).(*toolCall); ok && c.interrupts != nil {
-		c.interrupts.Lock()
-		defer c.interrupts.Unlock()
-	}
-	v, err := graph.Interrupt(ctx, value)
-	if err != nil && !errors.Is(err, graph.ErrNotInRun) && !errors.Is(err, graph.ErrNoSaver) {
-		return nil, &pause{err: err}
-	}
-	return v, err
-}
-
-// pause carries the engine's interrupt signal through a tool's error
-// handling in a ToolNode.
-type pause struct{ err error }
-
-func (p *pause) Error() string { return p.err.Error() }
-func (p *pause) Unwrap() error { return p.err }
 
 // ToolCallID returns the id of the tool call ctx's tool is answering, or ""
 // outside a ToolNode.

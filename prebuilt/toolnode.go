@@ -2,6 +2,7 @@ package prebuilt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -19,25 +20,8 @@ const (
 	ToolsNode = "tools"
 )
 
-// ErrUnknownTool reports a call of a tool the ToolNode does not have.
-var ErrUnknownTool = errors.New("prebuilt: unknown tool")
-
-// UnknownToolError names the tool a model asked for and the tools it could
-// have asked for. It matches ErrUnknownTool with errors.Is.
-type UnknownToolError struct {
-	Name  string
-	Known []string
-}
-
-func (e *UnknownToolError) Error() string {
-	return fmt.Sprintf("%s is not a valid tool, try one of [%s].", e.Name, strings.Join(e.Known, ", "))
-}
-
-// Is makes errors.Is(err, ErrUnknownTool) true.
-func (e *UnknownToolError) Is(target error) bool { return target == ErrUnknownTool }
-
 // ToolError is a tool's own failure, with the call it answered. A ToolNode
-// returns it, failing the run, when built with FailOnToolError.
+// returns it, failing the run, unless built with WithToolErrorsToModel.
 type ToolError struct {
 	Tool   string
 	CallID string
@@ -50,7 +34,8 @@ func (e *ToolError) Error() string {
 
 func (e *ToolError) Unwrap() error { return e.Err }
 
-// PanicError is a tool's panic, contained by a ToolNode.
+// PanicError is a tool's panic, contained by a ToolNode. Like a tool's error,
+// it fails the run unless the node was built with WithToolErrorsToModel.
 type PanicError struct {
 	Tool   string
 	CallID string
@@ -66,57 +51,6 @@ func (e *PanicError) Error() string {
 // assistant message, so there are no tool calls to run.
 var ErrNoAssistantMessage = errors.New("prebuilt: the conversation has no assistant message to take tool calls from: route to the ToolNode after a model's turn, as ToolsCondition does")
 
-// Option configures NewToolNode, NewModelNode and NewReactAgent. Each
-// constructor reads the options that concern it and ignores the others, so
-// one list can configure an agent and its parts.
-type Option func(*options)
-
-type options struct {
-	failOnToolError bool
-	failOnPanic     bool
-	errorContent    func(call model.ToolCall, err error) string
-	maxParallel     int
-	systemPrompt    string
-	toolChoice      model.ToolChoice
-	compile         []graph.CompileOption
-}
-
-// FailOnToolError makes a tool's error fail the run (the node returns a
-// *ToolError) instead of becoming an error tool message. Calls the model got
-// wrong, an unknown tool or invalid arguments, still go back to the model.
-// Read by NewToolNode and NewReactAgent.
-func FailOnToolError() Option { return func(o *options) { o.failOnToolError = true } }
-
-// FailOnPanic makes a tool's panic fail the run (the node returns a
-// *PanicError) instead of becoming an error tool message. Either way the
-// panic does not escape the ToolNode. Read by NewToolNode and NewReactAgent.
-func FailOnPanic() Option { return func(o *options) { o.failOnPanic = true } }
-
-// ErrorContent sets the content of the error tool messages a ToolNode makes.
-// err is an *UnknownToolError, an *ArgumentError, a *PanicError or the
-// tool's own error. The default is "Error: <err>\nPlease fix your mistakes."
-// Read by NewToolNode and NewReactAgent.
-func ErrorContent(f func(call model.ToolCall, err error) string) Option {
-	return func(o *options) { o.errorContent = f }
-}
-
-// MaxParallel caps how many tool calls of one message run at once (default:
-// all of them). With 1 the calls run one after another, in call order.
-// Read by NewToolNode and NewReactAgent.
-func MaxParallel(n int) Option { return func(o *options) { o.maxParallel = n } }
-
-func defaultErrorContent(_ model.ToolCall, err error) string {
-	return "Error: " + err.Error() + "\nPlease fix your mistakes."
-}
-
-func collect(opts []Option) options {
-	o := options{errorContent: defaultErrorContent}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o
-}
-
 // ToolNode is a graph node that runs the tool calls of the conversation's
 // last assistant message and answers each with a tool message.
 //
@@ -127,24 +61,46 @@ func collect(opts []Option) options {
 // Output[S], in call order too. A tool that ignores its context holds up
 // the step until it returns.
 //
-// Failures the model can act on become error tool messages: an unknown tool
-// (the message names the valid ones), invalid arguments (it names the field
-// and the expected type), and by default a tool's error or panic. With
-// FailOnToolError or FailOnPanic those fail the run instead. A cancelled
-// run's context fails the node, and a tool that calls Interrupt pauses the
-// run.
+// Errors are handled as in LangGraph. The model's own mistakes go back to
+// it as error tool messages (status model.StatusError), in the words
+// LangGraph uses, which models are tuned to read:
+//
+//   - an unknown tool: "Error: <name> is not a valid tool, try one of
+//     [<tools>]."
+//   - invalid arguments: "Error invoking tool '<name>' with kwargs <arguments>
+//     with error:\n <problems>\n Please fix the error and try again.", each
+//     problem naming the field and what it expected (WithFailOnInvalidArguments
+//     makes these fail the run instead).
+//
+// A tool's own error or panic fails the run with a *ToolError or *PanicError,
+// unless WithToolErrorsToModel hands it to the model. The pause of a tool that
+// calls graph.Interrupt always passes through, and so does the cancellation
+// of the run.
+//
+// Several calls that may pause in one node run pause one at a time, in an
+// order set by timing; build the node WithMaxParallel(1) to pause in call
+// order. The ReAct agent avoids this by running each call as a task of its
+// own.
 type ToolNode[S any] struct {
 	messages graph.SliceKey[S, model.Message]
 	byName   map[string]*Tool
 	known    []string
-	o        options
+	o        toolConfig
 }
 
 // NewToolNode returns a ToolNode over the conversation held by messages. It
 // fails on a nil or duplicate tool, and on a tool returning an Output for a
 // state other than S.
-func NewToolNode[S any](messages graph.SliceKey[S, model.Message], tools []*Tool, opts ...Option) (*ToolNode[S], error) {
-	n := &ToolNode[S]{messages: messages, byName: make(map[string]*Tool, len(tools)), o: collect(opts)}
+func NewToolNode[S any](messages graph.SliceKey[S, model.Message], tools []*Tool, opts ...ToolNodeOption) (*ToolNode[S], error) {
+	var c toolConfig
+	for _, o := range opts {
+		o.applyToolNode(&c)
+	}
+	return newToolNode(messages, tools, c)
+}
+
+func newToolNode[S any](messages graph.SliceKey[S, model.Message], tools []*Tool, c toolConfig) (*ToolNode[S], error) {
+	n := &ToolNode[S]{messages: messages, byName: make(map[string]*Tool, len(tools)), o: c}
 	want := reflect.TypeFor[Output[S]]()
 	for i, t := range tools {
 		if t == nil {
@@ -188,17 +144,16 @@ func (n *ToolNode[S]) Run(ctx context.Context, s S) (graph.Update[S], error) {
 	}
 	results := make([]callResult[S], len(calls))
 	state := any(s)
-	interrupts := new(sync.Mutex)
 	var fatal error
 	if len(calls) == 1 || n.o.maxParallel == 1 {
 		for i, c := range calls {
-			if results[i] = n.call(ctx, c, state, interrupts); results[i].fatal != nil {
+			if results[i] = n.call(ctx, c, state); results[i].fatal != nil {
 				fatal = results[i].fatal
 				break
 			}
 		}
 	} else {
-		fatal = n.callAll(ctx, calls, results, state, interrupts)
+		fatal = n.callAll(ctx, calls, results, state)
 	}
 	if fatal != nil {
 		return graph.Update[S]{}, fatal
@@ -222,7 +177,7 @@ func (n *ToolNode[S]) Run(ctx context.Context, s S) (graph.Update[S], error) {
 
 // callAll runs the calls concurrently and returns the first failure that
 // fails the run, in time order: the cause, not the siblings it cancelled.
-func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, results []callResult[S], state any, interrupts *sync.Mutex) error {
+func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, results []callResult[S], state any) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -255,7 +210,7 @@ func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, resul
 					return
 				}
 			}
-			results[i] = n.call(ctx, c, state, interrupts)
+			results[i] = n.call(ctx, c, state)
 			if err := results[i].fatal; err != nil {
 				fail(err)
 			}
@@ -265,38 +220,20 @@ func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, resul
 	return first
 }
 
-func (n *ToolNode[S]) call(ctx context.Context, c model.ToolCall, state any, interrupts *sync.Mutex) (r callResult[S]) {
+func (n *ToolNode[S]) call(ctx context.Context, c model.ToolCall, state any) callResult[S] {
 	t := n.byName[c.Name]
 	if t == nil {
-		return n.failed(c, &UnknownToolError{Name: c.Name, Known: n.known})
+		return callResult[S]{msg: model.ToolError(c.ID, c.Name, unknownToolContent(c.Name, n.known))}
 	}
-	v, err := invoke(context.WithValue(ctx, toolCallKey{}, &toolCall{id: c.ID, state: state, interrupts: interrupts}), t, c)
+	v, err := invoke(context.WithValue(ctx, toolCallKey{}, &toolCall{id: c.ID, state: state}), t, c)
 	if err != nil {
-		var (
-			ae *ArgumentError
-			pe *PanicError
-			p  *pause
-		)
-		switch {
-		case errors.As(err, &p):
-			return callResult[S]{fatal: p.err}
-		case errors.As(err, &ae):
-		case errors.As(err, &pe):
-			if n.o.failOnPanic {
-				return callResult[S]{fatal: pe}
-			}
-		case ctx.Err() != nil:
-			return callResult[S]{fatal: fmt.Errorf("prebuilt: tool %q (call %s) stopped: %w", c.Name, c.ID, context.Cause(ctx))}
-		case n.o.failOnToolError:
-			return callResult[S]{fatal: &ToolError{Tool: c.Name, CallID: c.ID, Err: err}}
-		}
-		return n.failed(c, err)
+		return n.failed(ctx, c, err)
 	}
 	content, err := t.content(v)
 	if err != nil {
-		return n.failed(c, err)
+		return n.failed(ctx, c, err)
 	}
-	r.msg = model.ToolResult(c.ID, c.Name, content)
+	r := callResult[S]{msg: model.ToolResult(c.ID, c.Name, content)}
 	if o, ok := v.(stateOutput); ok {
 		so, ok := o.(Output[S])
 		if !ok {
@@ -307,8 +244,56 @@ func (n *ToolNode[S]) call(ctx context.Context, c model.ToolCall, state any, int
 	return r
 }
 
-func (n *ToolNode[S]) failed(c model.ToolCall, err error) callResult[S] {
-	return callResult[S]{msg: model.ToolError(c.ID, c.Name, n.o.errorContent(c, err))}
+// failed decides what a call's error becomes: a message for the model or
+// the run's failure.
+func (n *ToolNode[S]) failed(ctx context.Context, c model.ToolCall, err error) callResult[S] {
+	var (
+		ae *ArgumentError
+		pe *PanicError
+	)
+	switch {
+	case graph.IsInterrupt(err):
+		return callResult[S]{fatal: err}
+	case errors.As(err, &ae):
+		if n.o.failOnArgs {
+			return callResult[S]{fatal: ae}
+		}
+		if n.o.errorContent != nil {
+			return callResult[S]{msg: model.ToolError(c.ID, c.Name, n.o.errorContent(c, ae))}
+		}
+		return callResult[S]{msg: model.ToolError(c.ID, c.Name, invalidArgumentsContent(c, ae))}
+	case ctx.Err() != nil:
+		return callResult[S]{fatal: fmt.Errorf("prebuilt: tool %q (call %s) stopped: %w", c.Name, c.ID, context.Cause(ctx))}
+	case !n.o.errorsToModel:
+		if errors.As(err, &pe) {
+			return callResult[S]{fatal: pe}
+		}
+		return callResult[S]{fatal: &ToolError{Tool: c.Name, CallID: c.ID, Err: err}}
+	case n.o.errorContent != nil:
+		return callResult[S]{msg: model.ToolError(c.ID, c.Name, n.o.errorContent(c, err))}
+	}
+	return callResult[S]{msg: model.ToolError(c.ID, c.Name, "Error: "+err.Error()+"\n Please fix your mistakes.")}
+}
+
+// unknownToolContent is LangGraph's text for a call of a tool the node lacks.
+func unknownToolContent(name string, known []string) string {
+	return "Error: " + name + " is not a valid tool, try one of [" + strings.Join(known, ", ") + "]."
+}
+
+// invalidArgumentsContent is LangGraph's text for arguments that do not fit
+// a tool's schema, with the arguments as the model sent them and one
+// problem a line.
+func invalidArgumentsContent(c model.ToolCall, ae *ArgumentError) string {
+	args := strings.TrimSpace(string(c.Arguments))
+	var text string
+	switch {
+	case args == "" || args == "null":
+		args = "{}"
+	case args[0] == '"' && json.Unmarshal([]byte(args), &text) == nil:
+		args = text // text that was not JSON, kept by model.Arguments as a string
+	}
+	return "Error invoking tool '" + c.Name + "' with kwargs " + args + " with error:\n " +
+		strings.Join(ae.Problems, "\n") + "\n Please fix the error and try again."
 }
 
 func invoke(ctx context.Context, t *Tool, c model.ToolCall) (v any, err error) {

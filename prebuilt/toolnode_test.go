@@ -26,7 +26,7 @@ var (
 
 // runTools runs a graph START -> tools -> END on a conversation ending in an
 // assistant message asking for calls.
-func runTools(t *testing.T, ctx context.Context, tools []*Tool, calls []model.ToolCall, opts ...Option) (noteState, error) {
+func runTools(t *testing.T, ctx context.Context, tools []*Tool, calls []model.ToolCall, opts ...ToolNodeOption) (noteState, error) {
 	t.Helper()
 	tn, err := NewToolNode(noteMessages, tools, opts...)
 	if err != nil {
@@ -92,89 +92,243 @@ func TestToolNodeRunsCallsConcurrentlyInCallOrder(t *testing.T) {
 	}
 }
 
-func TestToolNodeErrorMessages(t *testing.T) {
-	ok := MustTool("ok", "", func(context.Context, struct{}) (string, error) { return "fine", nil })
-	fails := MustTool("fails", "", func(context.Context, struct{}) (string, error) { return "", errDisk })
-	panics := MustTool("panics", "", func(context.Context, struct{}) (string, error) { panic("boom") })
-	typed := MustTool("typed", "", func(context.Context, idArgs) (string, error) { return "typed", nil })
-	tools := []*Tool{ok, fails, panics, typed}
+// tool1 and tool2 are the tools of LangGraph's ToolNode tests: both fail
+// when someVal is 0.
+type someArgs struct {
+	SomeVal      int    `json:"some_val"`
+	SomeOtherVal string `json:"some_other_val"`
+}
 
-	s, err := runTools(t, context.Background(), tools, []model.ToolCall{
-		call("1", "nope", `{}`),
-		call("2", "fails", `{}`),
-		call("3", "panics", `{}`),
-		call("4", "typed", `{"n":"seven"}`),
-		call("5", "ok", `{}`),
+var (
+	errTest = errors.New("Test error")
+	tool1   = MustTool("tool1", "Tool 1.", func(_ context.Context, a someArgs) (string, error) {
+		if a.SomeVal == 0 {
+			return "", errTest
+		}
+		return fmt.Sprintf("%d - %s", a.SomeVal, a.SomeOtherVal), nil
+	})
+	tool2 = MustTool("tool2", "Tool 2.", func(_ context.Context, a someArgs) (string, error) {
+		if a.SomeVal == 0 {
+			return "", errTest
+		}
+		return fmt.Sprintf("tool2: %d - %s", a.SomeVal, a.SomeOtherVal), nil
+	})
+	tool3 = MustTool("tool3", "Tool 3.", func(_ context.Context, a someArgs) ([]map[string]any, error) {
+		return []map[string]any{{"key_1": a.SomeVal, "key_2": "foo"}, {"key_1": a.SomeOtherVal, "key_2": "baz"}}, nil
+	})
+)
+
+// toolMessages runs a ToolNode over tools on one assistant message asking
+// for calls, and returns the tool messages it wrote.
+func toolMessages(t *testing.T, tools []*Tool, calls []model.ToolCall, opts ...ToolNodeOption) ([]model.Message, error) {
+	t.Helper()
+	s, err := runTools(t, context.Background(), tools, calls, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return s.Messages[2:], nil
+}
+
+func wantToolMessage(t *testing.T, m model.Message, callID, name string, status model.ToolStatus, content string) {
+	t.Helper()
+	if m.Role != model.RoleTool || m.ToolCallID != callID || m.Name != name || m.Status != status || m.Content != content {
+		t.Fatalf("tool message = {role %s, call %s, name %s, status %s, content %q}\nwant {tool, %s, %s, %s, %q}",
+			m.Role, m.ToolCallID, m.Name, m.Status, m.Content, callID, name, status, content)
+	}
+}
+
+// LangGraph: test_tool_node, test_tool_node_tool_call_input.
+func TestToolNodeResults(t *testing.T) {
+	msgs, err := toolMessages(t, []*Tool{tool1, tool3}, []model.ToolCall{
+		call("some 0", "tool1", `{"some_val":1,"some_other_val":"foo"}`),
+		call("some 1", "tool1", `{"some_val":2,"some_other_val":"bar"}`),
+		call("some 2", "tool3", `{"some_val":2,"some_other_val":"bar"}`),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []struct {
-		status  model.ToolStatus
-		content string
-	}{
-		{model.StatusError, "Error: nope is not a valid tool, try one of [ok, fails, panics, typed].\nPlease fix your mistakes."},
-		{model.StatusError, "Error: disk full\nPlease fix your mistakes."},
-		{model.StatusError, `Error: prebuilt: tool "panics" (call 3) panicked: boom` + "\nPlease fix your mistakes."},
-		{model.StatusError, `Error: invalid arguments for tool "typed": field "n": expected integer, got string "seven"` + "\nPlease fix your mistakes."},
-		{model.StatusOK, "fine"},
-	}
-	msgs := s.Messages[2:]
-	for i, w := range want {
-		if msgs[i].Status != w.status || msgs[i].Content != w.content || msgs[i].ToolCallID != fmt.Sprint(i+1) {
-			t.Fatalf("message %d = %q (%s), want %q (%s)", i, msgs[i].Content, msgs[i].Status, w.content, w.status)
-		}
-	}
+	wantToolMessage(t, msgs[0], "some 0", "tool1", model.StatusOK, "1 - foo")
+	wantToolMessage(t, msgs[1], "some 1", "tool1", model.StatusOK, "2 - bar")
+	wantToolMessage(t, msgs[2], "some 2", "tool3", model.StatusOK, `[{"key_1":2,"key_2":"foo"},{"key_1":"bar","key_2":"baz"}]`)
+}
 
-	// A custom format sees the typed errors.
-	var seen []string
-	var mu sync.Mutex
-	s, err = runTools(t, context.Background(), tools, []model.ToolCall{call("1", "nope", `{}`), call("2", "typed", `{}`)},
-		ErrorContent(func(c model.ToolCall, err error) string {
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case errors.Is(err, ErrUnknownTool):
-				seen = append(seen, "unknown")
-			case errors.Is(err, ErrInvalidArguments):
-				seen = append(seen, "arguments")
-			}
-			return "custom " + c.ID
-		}))
+// LangGraph: test_tool_node_incorrect_tool_name, and the unknown tool of
+// test_tool_node_tool_call_input. The message names the tool asked for.
+func TestToolNodeUnknownTool(t *testing.T) {
+	msgs, err := toolMessages(t, []*Tool{tool1, tool2}, []model.ToolCall{
+		call("some 0", "tool1", `{"some_val":1,"some_other_val":"foo"}`),
+		call("some 1", "tool3", `{"some_val":1,"some_other_val":"foo"}`),
+	}, WithFailOnInvalidArguments())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Messages[2].Content != "custom 1" || s.Messages[3].Content != "custom 2" || len(seen) != 2 {
-		t.Fatalf("custom content: %q %q, saw %v", s.Messages[2].Content, s.Messages[3].Content, seen)
+	wantToolMessage(t, msgs[0], "some 0", "tool1", model.StatusOK, "1 - foo")
+	wantToolMessage(t, msgs[1], "some 1", "tool3", model.StatusError, "Error: tool3 is not a valid tool, try one of [tool1, tool2].")
+}
+
+// LangGraph: test_tool_node_error_handling_default_invocation. Invalid
+// arguments go back to the model by default; the tool does not run.
+func TestToolNodeInvalidArgumentsToModel(t *testing.T) {
+	msgs, err := toolMessages(t, []*Tool{tool1}, []model.ToolCall{
+		call("some id", "tool1", `{"invalid": 0, "args": "foo"}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantToolMessage(t, msgs[0], "some id", "tool1", model.StatusError,
+		`Error invoking tool 'tool1' with kwargs {"invalid": 0, "args": "foo"} with error:`+"\n "+
+			`field "some_val" is required (integer)`+"\n"+
+			`field "some_other_val" is required (string)`+"\n"+
+			`field "args" is not a known field; the fields are: some_val, some_other_val`+"\n"+
+			`field "invalid" is not a known field; the fields are: some_val, some_other_val`+"\n Please fix the error and try again.")
+
+	// Arguments that are not JSON, or missing, are shown as they came.
+	msgs, err = toolMessages(t, []*Tool{tool1}, []model.ToolCall{{ID: "a", Name: "tool1", Arguments: model.Arguments(`{"some_val": 1,`)}, call("b", "tool1", ``)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, prefix := range []string{"Error invoking tool 'tool1' with kwargs {\"some_val\": 1, with error:\n arguments are not a JSON object but the text",
+		"Error invoking tool 'tool1' with kwargs {} with error:\n field \"some_val\" is required"} {
+		if !strings.HasPrefix(msgs[i].Content, prefix) || msgs[i].Status != model.StatusError {
+			t.Fatalf("message %d = %q, want it to start with %q", i, msgs[i].Content, prefix)
+		}
 	}
 }
 
-func TestToolNodeFailOptions(t *testing.T) {
-	fails := MustTool("fails", "", func(context.Context, struct{}) (string, error) { return "", errDisk })
-	panics := MustTool("panics", "", func(context.Context, struct{}) (string, error) { panic("boom") })
-	typed := MustTool("typed", "", func(context.Context, idArgs) (string, error) { return "typed", nil })
-	tools := []*Tool{fails, panics, typed}
-
-	_, err := runTools(t, context.Background(), tools, []model.ToolCall{call("1", "fails", `{}`), call("2", "typed", `{"n":1}`)}, FailOnToolError())
-	var te *ToolError
-	if !errors.As(err, &te) || te.Tool != "fails" || te.CallID != "1" || !errors.Is(err, errDisk) {
-		t.Fatalf("FailOnToolError: err = %v", err)
+// LangGraph: test_tool_node_handle_tool_errors_false, for validation errors.
+func TestToolNodeFailOnInvalidArguments(t *testing.T) {
+	_, err := toolMessages(t, []*Tool{tool1}, []model.ToolCall{call("some id", "tool1", `{"some_val":0}`)}, WithFailOnInvalidArguments())
+	var ae *ArgumentError
+	if !errors.As(err, &ae) || !errors.Is(err, ErrInvalidArguments) || ae.Tool != "tool1" {
+		t.Fatalf("err = %v, want the *ArgumentError", err)
 	}
 	var ne *graph.NodeError
 	if !errors.As(err, &ne) || ne.Node != ToolsNode {
 		t.Fatalf("the failure is not the tools node's: %v", err)
 	}
+}
 
-	_, err = runTools(t, context.Background(), tools, []model.ToolCall{call("1", "panics", `{}`)}, FailOnPanic())
+// LangGraph: test_tool_node_error_handling_default_exception. A tool's own
+// error or panic fails the run by default.
+func TestToolNodeToolErrorFailsRun(t *testing.T) {
+	_, err := toolMessages(t, []*Tool{tool1}, []model.ToolCall{call("some id", "tool1", `{"some_val":0,"some_other_val":"foo"}`)})
+	var te *ToolError
+	if !errors.As(err, &te) || te.Tool != "tool1" || te.CallID != "some id" || !errors.Is(err, errTest) {
+		t.Fatalf("err = %v, want the *ToolError of call %q", err, "some id")
+	}
+	panics := MustTool("panics", "", func(context.Context, struct{}) (string, error) { panic("boom") })
+	_, err = toolMessages(t, []*Tool{panics}, []model.ToolCall{call("1", "panics", `{}`)})
 	var pe *PanicError
-	if !errors.As(err, &pe) || pe.Value != "boom" || !strings.Contains(string(pe.Stack), "toolnode_test.go") {
-		t.Fatalf("FailOnPanic: err = %v", err)
+	if !errors.As(err, &pe) || pe.Value != "boom" || pe.CallID != "1" || !strings.Contains(string(pe.Stack), "toolnode_test.go") {
+		t.Fatalf("err = %v, want the *PanicError", err)
+	}
+}
+
+// LangGraph: test_tool_node_error_handling with handle_tool_errors=True.
+func TestToolNodeToolErrorsToModel(t *testing.T) {
+	panics := MustTool("panics", "", func(context.Context, struct{}) (string, error) { panic("boom") })
+	msgs, err := toolMessages(t, []*Tool{tool1, tool2, tool3, panics}, []model.ToolCall{
+		call("some id", "tool1", `{"some_val":0,"some_other_val":"foo"}`),
+		call("some other id", "tool2", `{"some_val":0,"some_other_val":"bar"}`),
+		call("another id", "tool3", `{"some_val":0}`),
+		call("last id", "panics", `{}`),
+	}, WithToolErrorsToModel())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantToolMessage(t, msgs[0], "some id", "tool1", model.StatusError, "Error: Test error\n Please fix your mistakes.")
+	wantToolMessage(t, msgs[1], "some other id", "tool2", model.StatusError, "Error: Test error\n Please fix your mistakes.")
+	if msgs[2].Status != model.StatusError || msgs[2].ToolCallID != "another id" || !strings.Contains(msgs[2].Content, "some_other_val") {
+		t.Fatalf("invalid arguments: %+v", msgs[2])
+	}
+	wantToolMessage(t, msgs[3], "last id", "panics", model.StatusError, `Error: prebuilt: tool "panics" (call last id) panicked: boom`+"\n Please fix your mistakes.")
+}
+
+// LangGraph: test_tool_node_error_handling_callable, with a string and a
+// function. The function sees the typed errors; an unknown tool keeps its
+// text.
+func TestToolNodeErrorContent(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	content := func(c model.ToolCall, err error) string {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case errors.Is(err, ErrInvalidArguments):
+			seen = append(seen, c.ID+" arguments")
+		case errors.Is(err, errTest):
+			seen = append(seen, c.ID+" tool")
+		}
+		return "Value error"
+	}
+	calls := []model.ToolCall{
+		call("1", "tool1", `{"some_val":0,"some_other_val":"foo"}`),
+		call("2", "tool1", `{"some_val":"zero"}`),
+		call("3", "tool9", `{}`),
+	}
+	msgs, err := toolMessages(t, []*Tool{tool1}, calls, WithToolErrorsToModel(), WithErrorContent(content), WithMaxParallel(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantToolMessage(t, msgs[0], "1", "tool1", model.StatusError, "Value error")
+	wantToolMessage(t, msgs[1], "2", "tool1", model.StatusError, "Value error")
+	wantToolMessage(t, msgs[2], "3", "tool9", model.StatusError, "Error: tool9 is not a valid tool, try one of [tool1].")
+	if strings.Join(seen, ",") != "1 tool,2 arguments" {
+		t.Fatalf("the content function saw %v", seen)
 	}
 
-	// Mistakes the model made go back to it even when tool errors fail the run.
-	s, err := runTools(t, context.Background(), tools, []model.ToolCall{call("1", "typed", `{}`), call("2", "nope", `{}`)}, FailOnToolError(), FailOnPanic())
-	if err != nil || s.Messages[2].Status != model.StatusError || s.Messages[3].Status != model.StatusError {
-		t.Fatalf("model mistakes: err %v, messages %+v", err, s.Messages)
+	// Without WithToolErrorsToModel the content applies to arguments only;
+	// the tool's error still fails the run.
+	_, err = toolMessages(t, []*Tool{tool1}, calls[:1], WithErrorContent(content))
+	if !errors.Is(err, errTest) {
+		t.Fatalf("err = %v, want the tool's error", err)
+	}
+}
+
+// LangGraph: test_tool_node_node_interrupt. A pause passes through every
+// error setting.
+func TestToolNodeInterruptPassesThrough(t *testing.T) {
+	pauses := MustTool("tool_interrupt", "", func(ctx context.Context, _ struct {
+		SomeVal int `json:"some_val"`
+	}) (string, error) {
+		v, err := graph.Interrupt(ctx, "provide value for foo")
+		if err != nil {
+			return "", fmt.Errorf("wrapped: %w", err)
+		}
+		return fmt.Sprint(v), nil
+	})
+	settings := map[string][]ToolNodeOption{
+		"default":        nil,
+		"to the model":   {WithToolErrorsToModel()},
+		"custom content": {WithToolErrorsToModel(), WithErrorContent(func(model.ToolCall, error) string { return "handled" })},
+		"fail on args":   {WithFailOnInvalidArguments()},
+	}
+	for name, opts := range settings {
+		t.Run(name, func(t *testing.T) {
+			tn, err := NewToolNode(noteMessages, []*Tool{pauses}, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := graph.New[noteState](noteMessages, notes).
+				AddNode(ToolsNode, tn).
+				AddEdge(graph.START, ToolsNode).AddEdge(ToolsNode, graph.END).
+				Compile(graph.WithSaver(checkpoint.NewMemory()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := graph.Updates(noteMessages.Add(model.User("hi?"), model.Assistant("", call("some 0", "tool_interrupt", `{"some_val":0}`))))
+			res, err := g.Invoke(context.Background(), in, graph.WithThread("t"))
+			if err != nil || !res.Interrupted() || res.Interrupts[0].Value != "provide value for foo" || res.Interrupts[0].Node != ToolsNode {
+				t.Fatalf("first run: interrupts %+v, err %v", res.Interrupts, err)
+			}
+			res, err = g.Invoke(context.Background(), graph.Update[noteState]{}, graph.WithThread("t"), graph.WithResume("bar"))
+			if err != nil || res.Interrupted() {
+				t.Fatalf("resume: interrupts %+v, err %v", res.Interrupts, err)
+			}
+			wantToolMessage(t, res.State.Messages[2], "some 0", "tool_interrupt", model.StatusOK, "bar")
+		})
 	}
 }
 
@@ -314,7 +468,7 @@ func TestToolNodeFailureCause(t *testing.T) {
 		<-started
 		return "", errDisk
 	})
-	_, err := runTools(t, context.Background(), []*Tool{slow, fails}, []model.ToolCall{call("1", "slow", `{}`), call("2", "fails", `{}`)}, FailOnToolError())
+	_, err := runTools(t, context.Background(), []*Tool{slow, fails}, []model.ToolCall{call("1", "slow", `{}`), call("2", "fails", `{}`)})
 	var te *ToolError
 	if !errors.As(err, &te) || te.CallID != "2" || !errors.Is(err, errDisk) {
 		t.Fatalf("err = %v, want the ToolError of call 2", err)
@@ -328,7 +482,7 @@ func TestToolNodeInterrupt(t *testing.T) {
 	approve := MustTool("delete_files", "", func(ctx context.Context, a struct {
 		Path string `json:"path"`
 	}) (string, error) {
-		v, err := Interrupt(ctx, "delete "+a.Path+"?")
+		v, err := graph.Interrupt(ctx, "delete "+a.Path+"?")
 		if err != nil {
 			return "", err
 		}
@@ -337,7 +491,7 @@ func TestToolNodeInterrupt(t *testing.T) {
 		mu.Unlock()
 		return fmt.Sprintf("%s: %v", a.Path, v), nil
 	})
-	tn, err := NewToolNode(noteMessages, []*Tool{approve}, MaxParallel(1))
+	tn, err := NewToolNode(noteMessages, []*Tool{approve}, WithMaxParallel(1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func ExampleRegistry_RunPython() {
 
 	// scripted.CodeAct stands in for a model: it runs the user's text as code, then reports the answer.
 	agent, err := prebuilt.NewReactAgent(scripted.CodeAct(), []*prebuilt.Tool{reg.RunPython()},
-		prebuilt.WithSaver(checkpoint.NewMemory()))
+		prebuilt.WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
 	if err != nil {
 		panic(err)
 	}

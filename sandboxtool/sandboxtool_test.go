@@ -151,13 +151,21 @@ func TestNoThreadIsAnError(t *testing.T) {
 		t.Errorf("a call without a thread created sandboxes: %v", infos)
 	}
 
-	// In a graph, the model gets the error as a tool message and the run goes on.
-	m := scripted.CodeAct()
-	g, err := prebuilt.NewReactAgent(m, []*prebuilt.Tool{reg.RunPython()})
+	// In a graph, the tool's error fails the run; with WithToolErrorsToModel the
+	// model gets it as a tool message and the run goes on.
+	g, err := prebuilt.NewReactAgent(scripted.CodeAct(), []*prebuilt.Tool{reg.RunPython()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := g.Invoke(context.Background(), graph.Updates(prebuilt.Messages.Add(model.User("print(1)"))))
+	in := graph.Updates(prebuilt.Messages.Add(model.User("print(1)")))
+	if _, err := g.Invoke(context.Background(), in); !errors.Is(err, graph.ErrNoThread) {
+		t.Fatalf("err = %v; want the run to fail with graph.ErrNoThread", err)
+	}
+	g, err = prebuilt.NewReactAgent(scripted.CodeAct(), []*prebuilt.Tool{reg.RunPython()}, prebuilt.WithToolErrorsToModel())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Invoke(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +473,7 @@ func TestInGraph(t *testing.T) {
 	b := openBackend(t, t.TempDir())
 	reg := sandboxtool.New(b)
 	closeAll(t, reg)
-	g, err := prebuilt.NewReactAgent(scripted.CodeAct(), []*prebuilt.Tool{reg.RunPython()}, prebuilt.WithSaver(checkpoint.NewMemory()))
+	g, err := prebuilt.NewReactAgent(scripted.CodeAct(), []*prebuilt.Tool{reg.RunPython()}, prebuilt.WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
 	if err != nil {
 		t.Fatal(err)
 	}
