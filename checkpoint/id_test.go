@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -47,20 +46,29 @@ func TestNewIDIncreasesAcrossGoroutines(t *testing.T) {
 }
 
 func TestNewIDSortsByTime(t *testing.T) {
-	a := NewID()
-	time.Sleep(2 * time.Millisecond)
-	b := NewID()
-	ids := []string{b, a}
-	slices.Sort(ids)
-	if ids[0] != a {
-		t.Fatalf("earlier id %q sorts after later %q", a, b)
+	// Ids from different processes share no counter, so their order is their time parts': a later time sorts
+	// later whatever the random parts, across hex digit and length boundaries too.
+	for _, tc := range []struct{ earlier, later uint64 }{
+		{0x9, 0xa},
+		{0xf, 0x10},
+		{0xffffffff, 0x100000000},
+		{1_700_000_000_000_000_000, 1_700_000_000_000_000_001},
+	} {
+		a, b := formatID(tc.earlier, 1<<48-1), formatID(tc.later, 0)
+		if a >= b {
+			t.Errorf("id %q of time %#x does not sort before %q of time %#x", a, tc.earlier, b, tc.later)
+		}
 	}
-	// The time part is the clock's Unix nanoseconds in hex.
-	before := time.Now().Add(-time.Minute).UnixNano()
+	// The time part is the clock's Unix nanoseconds in hex (pushed ahead by a little when ids come faster
+	// than the clock moves).
+	before := time.Now().UnixNano()
+	id := NewID()
 	after := time.Now().Add(time.Minute).UnixNano()
-	got := formatID(uint64(before), 0)[:16]
-	if !(got < b[:16] && b[:16] < formatID(uint64(after), 0)[:16]) {
-		t.Fatalf("id %q is not within a minute of now", b)
+	if got := id[:16]; got < formatID(uint64(before), 0)[:16] || got > formatID(uint64(after), 0)[:16] {
+		t.Fatalf("id %q is not within a minute after the clock's reading before it", id)
+	}
+	if next := NewID(); next <= id {
+		t.Fatalf("id %q made after %q sorts before it", next, id)
 	}
 }
 

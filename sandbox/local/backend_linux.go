@@ -40,6 +40,7 @@ func New(opts ...Option) (*Backend, error) {
 	cfg := config{
 		python:       []string{"/usr/bin/python3", "-I"},
 		reapInterval: time.Minute,
+		now:          time.Now,
 		outputLimit:  1 << 20,
 		hostUIDBase:  200000,
 		cgroups:      os.Geteuid() == 0,
@@ -105,6 +106,9 @@ func (b *Backend) Close() error {
 	return nil
 }
 
+// stamp is the clock's time as sandbox records keep it.
+func (b *Backend) stamp() time.Time { return b.cfg.now().UTC().Truncate(time.Millisecond) }
+
 // Root returns the directory that holds the sandboxes.
 func (b *Backend) Root() string { return b.cfg.root }
 
@@ -136,7 +140,7 @@ func (b *Backend) Reap(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var stopped []string
-	now := time.Now()
+	now := b.cfg.now()
 	var errs []error
 	for _, in := range infos {
 		s := b.handle(in.ID)
@@ -217,7 +221,7 @@ func (b *Backend) Create(ctx context.Context, opts sandbox.CreateOptions) (sandb
 		b.cfg.logger.Warn("sandbox: UnsafeNoIsolation is set: sandboxed code runs with all the rights of this user")
 	}
 	id := newID("sb_")
-	now := time.Now().UTC().Truncate(time.Millisecond)
+	now := b.stamp()
 	m := meta{
 		Info: sandbox.Info{ID: id, Name: opts.Name, State: sandbox.StateRunning, Size: size, Limits: limits,
 			HostNetwork: opts.HostNetwork, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(ttl)},

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -354,19 +353,25 @@ if open_fds: escaped(f"inherited {open_fds}")
 else: blocked("no descriptors beyond 0, 1, 2")
 `},
 		{name: "daemon outliving the run", blocked: 1, program: `
+import fcntl, time
+r, w = os.pipe()
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        import time
-        time.sleep(2)
-        write("/home/user/daemon.txt", b"alive")
+        fd = os.open("/home/user/daemon.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(w, b"x")
+        time.sleep(600)
         os._exit(0)
     os._exit(0)
-blocked("parent exits now")
+os.close(w)
+if os.read(r, 1) == b"x":
+    blocked("the daemon holds daemon.lock; its parent exits now")
 `, check: func(t *testing.T, s sandbox.Sandbox, r sandbox.ExecResult) {
-			time.Sleep(3 * time.Second)
-			if _, err := s.ReadFile(context.Background(), "daemon.txt"); !errors.Is(err, fs.ErrNotExist) {
-				t.Errorf("a daemon survived the command that started it (ReadFile error %v)", err)
+			// The daemon's lock goes when the daemon does: a lock still held means it outlived the run.
+			after, err := s.Exec(context.Background(), `python3 -c 'import fcntl, os; fcntl.flock(os.open("daemon.lock", os.O_RDWR), fcntl.LOCK_EX | fcntl.LOCK_NB); print("free")'`, sandbox.ExecOptions{})
+			if err != nil || after.Stdout != "free\n" {
+				t.Errorf("a daemon survived the command that started it: daemon.lock is still held (%+v, %v)", after, err)
 			}
 		}},
 		{name: "proc sys writes", blocked: 4, program: `

@@ -85,7 +85,9 @@ func TestAnotherProcessSeesAndStops(t *testing.T) {
 func TestTTLReapedByNewProcess(t *testing.T) {
 	root := t.TempDir()
 	ctx := context.Background()
-	a, err := local.New(local.WithRoot(root), local.WithReapInterval(0))
+	created := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(t time.Time) local.Option { return local.WithClock(func() time.Time { return t }) }
+	a, err := local.New(local.WithRoot(root), local.WithReapInterval(0), at(created))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +101,23 @@ func TestTTLReapedByNewProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Delete(ctx)
+	if in, err := s.Info(ctx); err != nil || !in.CreatedAt.Equal(created) || !in.ExpiresAt.Equal(created.Add(300*time.Millisecond)) {
+		t.Fatalf("Info = %+v, %v; want created at the clock's time and expiring 300ms later", in, err)
+	}
 	a.Close() // the creator "dies"
-	time.Sleep(400 * time.Millisecond)
 
-	b, err := local.New(local.WithRoot(root)) // reaps at start-up
+	// At the last instant of the short TTL nothing has expired.
+	early, err := local.New(local.WithRoot(root), local.WithReapInterval(-1), at(created.Add(300*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped, err := early.Reap(ctx)
+	early.Close()
+	if err != nil || len(stopped) != 0 {
+		t.Errorf("Reap as the TTL ends: stopped %v, %v; want none", stopped, err)
+	}
+
+	b, err := local.New(local.WithRoot(root), at(created.Add(301*time.Millisecond))) // reaps at start-up
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +127,17 @@ func TestTTLReapedByNewProcess(t *testing.T) {
 	}
 	if in, _ := live.Info(ctx); in.State != sandbox.StateRunning {
 		t.Errorf("live sandbox state = %q, want running", in.State)
+	}
+	// Resume starts the TTL afresh from the resuming backend's clock.
+	again, err := b.Get(ctx, s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := again.Info(ctx); in.State != sandbox.StateRunning || !in.ExpiresAt.Equal(created.Add(601*time.Millisecond)) {
+		t.Errorf("after Resume: %s, expires %v after creation; want running, 601ms", in.State, in.ExpiresAt.Sub(created))
 	}
 }
 

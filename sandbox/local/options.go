@@ -21,6 +21,7 @@ type config struct {
 	root         string
 	python       []string
 	reapInterval time.Duration
+	now          func() time.Time
 	outputLimit  int
 	logger       *slog.Logger
 	unsafeNoIso  bool
@@ -48,6 +49,11 @@ func WithPython(path string, args ...string) Option {
 // WithReapInterval sets how often sandboxes past their TTL are stopped (default one minute). Zero keeps
 // only the reaping New does at start-up; a negative interval disables both, leaving it to Reap.
 func WithReapInterval(d time.Duration) Option { return func(c *config) { c.reapInterval = d } }
+
+// WithClock sets the clock that sandbox times come from: when a sandbox was created, updated and resumed,
+// when its TTL runs out, and what the reaper compares that with. The default is time.Now. Durations of
+// commands and their timeouts are measured on the machine's monotonic clock whatever the option says.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
 // WithOutputLimit sets how many bytes of each of stdout and stderr a command keeps (its tail); default 1 MiB.
 func WithOutputLimit(n int) Option { return func(c *config) { c.outputLimit = n } }

@@ -76,7 +76,7 @@ func (s *sbx) Stop(ctx context.Context) error {
 	// The state changes first, so whoever sees a command die also sees the sandbox stopped.
 	if m.State != sandbox.StateStopped {
 		m.State = sandbox.StateStopped
-		m.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond)
+		m.UpdatedAt = s.b.stamp()
 		if err := s.writeMeta(m); err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func (s *sbx) Resume(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	now := time.Now().UTC().Truncate(time.Millisecond)
+	now := s.b.stamp()
 	m.State = sandbox.StateRunning
 	m.UpdatedAt = now
 	m.ExpiresAt = now.Add(m.TTL)

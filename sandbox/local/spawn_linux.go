@@ -89,7 +89,7 @@ func (s *sbx) start(ctx context.Context, command string, opts sandbox.ExecOption
 	if err != nil {
 		return nil, err
 	}
-	if m.State == sandbox.StateRunning && time.Now().After(m.ExpiresAt) {
+	if m.State == sandbox.StateRunning && s.b.cfg.now().After(m.ExpiresAt) {
 		// Past its TTL but not reaped yet: stop it now rather than run one more command.
 		unlock()
 		unlock = func() {}

@@ -206,20 +206,31 @@ func testExecEnvCwd(t *testing.T, b sandbox.Backend) {
 }
 
 func testExecTimeout(t *testing.T, b sandbox.Backend) {
-	ctx := context.Background()
 	s := create(t, b, sandbox.CreateOptions{})
-	start := time.Now()
-	// The background writer must die with the command, or late.txt appears after the timeout.
-	r := exec(t, s, "(sleep 2; echo late > late.txt) & echo started; sleep 60", sandbox.ExecOptions{Timeout: time.Second})
-	if !r.TimedOut || r.Stdout != "started\n" {
-		t.Errorf("result = %+v, want timed out after printing started", r)
+	// The command takes a lock that its background child inherits; once everything it started is dead the
+	// lock is free again. The timeout grows until the command gets as far as "locked" before it passes, so a
+	// slow machine cannot fail the test, only lengthen it.
+	const cmd = "exec 9>held.lock && flock 9 && (sleep 600 &) && echo locked; sleep 600"
+	var r sandbox.ExecResult
+	for _, timeout := range []time.Duration{time.Second, 4 * time.Second, 16 * time.Second, 64 * time.Second} {
+		start := time.Now()
+		r = exec(t, s, cmd, sandbox.ExecOptions{Timeout: timeout})
+		if !r.TimedOut {
+			t.Fatalf("result = %+v, want timed out", r)
+		}
+		if el := time.Since(start); el < timeout {
+			t.Errorf("a %v timeout returned after %v", timeout, el)
+		}
+		if r.Stdout == "locked\n" {
+			break
+		}
 	}
-	if el := time.Since(start); el > 20*time.Second {
-		t.Errorf("a 1s timeout returned after %v", el)
+	if r.Stdout != "locked\n" {
+		t.Fatalf("result = %+v, want timed out after printing locked", r)
 	}
-	time.Sleep(2500 * time.Millisecond)
-	if _, err := s.ReadFile(ctx, "late.txt"); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("ReadFile(late.txt) error = %v: a process the timed-out command started survived", err)
+	// Timed out means everything the command started is gone by now, the background sleep included.
+	if r := exec(t, s, "flock -n held.lock echo free", sandbox.ExecOptions{}); r.Stdout != "free\n" {
+		t.Errorf("after the timeout the lock is still held (%+v): a process the timed-out command started survived", r)
 	}
 }
 
