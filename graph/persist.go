@@ -688,18 +688,20 @@ const commandTaskPrefix = "__command__:"
 // dropReplayedWrites forgets the pending writes of a checkpoint that a run
 // replays: they belong to the branch that went on from it, not to the new
 // one (its resume values above all).
-func (p *persister[S]) dropReplayedWrites(ctx context.Context, st *loadedState[S]) error {
-	if p.r.rc.cfg.CheckpointID == "" || len(st.tuple.PendingWrites) == 0 {
-		return nil
+// It reports whether the run replays an older checkpoint.
+func (p *persister[S]) dropReplayedWrites(ctx context.Context, st *loadedState[S]) (bool, error) {
+	if p.r.rc.cfg.CheckpointID == "" {
+		return false, nil
 	}
 	latest, err := p.saver.Get(ctx, checkpoint.Config{ThreadID: p.cfg.ThreadID, Namespace: p.cfg.Namespace})
 	if err != nil {
-		return fmt.Errorf("graph: thread %q: %w", p.cfg.ThreadID, err)
+		return false, fmt.Errorf("graph: thread %q: %w", p.cfg.ThreadID, err)
 	}
-	if latest.Checkpoint.ID != st.tuple.Checkpoint.ID {
-		st.tuple.PendingWrites = nil
+	if latest.Checkpoint.ID == st.tuple.Checkpoint.ID {
+		return false, nil
 	}
-	return nil
+	st.tuple.PendingWrites = nil
+	return true, nil
 }
 
 // applyCommand applies a run's input to the step it resumes, as LangGraph's

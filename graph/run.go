@@ -290,10 +290,21 @@ func (r *runner[S]) openThread(hasInput bool) ([]*task[S], error) {
 		return nil, nil
 	}
 	r.state, r.barriers, r.version, r.step = st.state, st.barriers, st.version, st.step
-	if err := r.p.dropReplayedWrites(r.ctx, st); err != nil {
+	replay, err := r.p.dropReplayedWrites(r.ctx, st)
+	if err != nil {
 		return nil, err
 	}
-	return r.restoreTasks(st)
+	tasks, err := r.restoreTasks(st)
+	if err != nil || !replay || len(tasks) == 0 || hasInput {
+		return tasks, err
+	}
+	// Replaying an older checkpoint starts a new branch with a copy of it
+	// (source "fork"), so that what the replay leaves pending belongs to
+	// the new branch, which is now the thread's latest.
+	if err := r.p.commit(r, checkpoint.SourceFork, nil, tasks); err != nil {
+		return nil, err
+	}
+	return tasks, nil
 }
 
 // start applies the input as the work of a virtual START task and plans the

@@ -226,7 +226,7 @@ func TestParallelSubgraphInterrupts(t *testing.T) {
 			// Answer two of them: the third asks again.
 			res, err = g.Invoke(ctx, graph.Updates[St](), append(opts, graph.WithResumeByID(map[string]any{
 				byValue["question from one/ask"].ID: "1",
-				byValue["question from top"].ID: "t",
+				byValue["question from top"].ID:     "t",
 			}))...)
 			if err != nil {
 				t.Fatal(err)
