@@ -261,3 +261,42 @@ func TestReactAgentDrawing(t *testing.T) {
 		}
 	}
 }
+
+// A ModelNode runs on its own, outside a graph, with its options: the system
+// prompt goes before the conversation and is not written back.
+func TestModelNodeRun(t *testing.T) {
+	m := scripted.New(scripted.Text("hello"))
+	n, err := NewModelNode(m, noteMessages, []*Tool{tool1}, WithSystemPrompt("Be brief."), WithToolChoice(model.ToolChoiceRequired))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := n.Run(context.Background(), noteState{Messages: []model.Message{model.User("hi")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := m.Requests()[0]
+	if len(req.Messages) != 2 || req.Messages[0].Content != "Be brief." || req.ToolChoice != model.ToolChoiceRequired ||
+		len(req.Tools) != 1 || req.Tools[0].Name != tool1.Name() || tool1.Name() != "tool1" {
+		t.Fatalf("request %+v", req)
+	}
+	g, err := graph.New(noteMessages, notes).AddNodeFunc("model", func(context.Context, noteState) (graph.Update[noteState], error) {
+		return u, nil
+	}).AddEdge(graph.START, "model").Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Invoke(context.Background(), graph.Updates(noteMessages.Add(model.User("hi"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := res.State.Messages
+	if len(msgs) != 2 || msgs[1].Role != model.RoleAssistant || msgs[1].Content != "hello" || msgs[1].ID == "" {
+		t.Fatalf("the node's update gives %+v, want the answer after the question", msgs)
+	}
+	if _, err := NewModelNode[noteState](nil, noteMessages, nil); err == nil {
+		t.Fatal("NewModelNode accepted a nil model")
+	}
+	if _, err := NewModelNode(m, noteMessages, []*Tool{nil}); err == nil {
+		t.Fatal("NewModelNode accepted a nil tool")
+	}
+}

@@ -184,3 +184,86 @@ func ExampleNewToolNode() {
 	// {"ticket":"T-7"}
 	// Ticket opened.
 }
+
+// A breakpoint before the tools node: the run pauses after the model asked
+// for a call, so a person can look at it before it runs.
+func ExampleWithCompileOptions() {
+	deleteFile := prebuilt.MustTool("delete_file", "Delete a file.",
+		func(_ context.Context, a struct {
+			Path string `json:"path"`
+		}) (string, error) {
+			return "deleted " + a.Path, nil
+		})
+	m := scripted.New(
+		scripted.Calls(model.ToolCall{ID: "c1", Name: "delete_file", Arguments: json.RawMessage(`{"path":"/tmp/old.log"}`)}),
+		scripted.Text("Done."),
+	)
+	agent, err := prebuilt.NewReactAgent(m, []*prebuilt.Tool{deleteFile},
+		prebuilt.WithCompileOptions(
+			graph.WithSaver(checkpoint.NewMemory()),
+			graph.WithInterruptBefore(prebuilt.ToolsNode)))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	res, err := agent.Invoke(ctx, graph.Updates(prebuilt.Messages.Add(model.User("clean up"))), graph.WithThread("1"))
+	if err != nil {
+		panic(err)
+	}
+	in := res.Interrupts[0]
+	fmt.Printf("paused %s %q; the model asks for %s\n", in.When, in.Node, callsOf(res.State.Messages[len(res.State.Messages)-1]))
+
+	// An empty input continues the thread past the breakpoint.
+	res, err = agent.Invoke(ctx, graph.Updates[prebuilt.MessagesState](), graph.WithThread("1"))
+	if err != nil {
+		panic(err)
+	}
+	for _, m := range res.State.Messages[2:] {
+		fmt.Printf("%s: %s\n", m.Role, m.Content)
+	}
+	// Output:
+	// paused before "tools"; the model asks for delete_file{"path":"/tmp/old.log"}
+	// tool: deleted /tmp/old.log
+	// assistant: Done.
+}
+
+// By default a tool's error fails the run; WithToolErrorsToModel hands it to
+// the model, which can try again.
+func ExampleWithToolErrorsToModel() {
+	lookup := prebuilt.MustTool("lookup", "Look up a customer.",
+		func(_ context.Context, a struct {
+			ID int `json:"id"`
+		}) (string, error) {
+			if a.ID != 7 {
+				return "", fmt.Errorf("no customer %d", a.ID)
+			}
+			return "Ada", nil
+		})
+	m := scripted.New(
+		scripted.Calls(model.ToolCall{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"id":8}`)}),
+		scripted.Calls(model.ToolCall{ID: "c2", Name: "lookup", Arguments: json.RawMessage(`{"id":7}`)}),
+		scripted.Text("The customer is Ada."),
+	)
+	agent, err := prebuilt.NewReactAgent(m, []*prebuilt.Tool{lookup}, prebuilt.WithToolErrorsToModel())
+	if err != nil {
+		panic(err)
+	}
+	res, err := agent.Invoke(context.Background(), graph.Updates(prebuilt.Messages.Add(model.User("who is customer 7?"))))
+	if err != nil {
+		panic(err)
+	}
+	for _, m := range res.State.Messages[1:] {
+		if m.Role == model.RoleTool {
+			fmt.Printf("tool (%s): %s\n", m.Status, m.Content)
+			continue
+		}
+		fmt.Printf("%s: %s%s\n", m.Role, m.Content, callsOf(m))
+	}
+	// Output:
+	// assistant: lookup{"id":8}
+	// tool (error): Error: no customer 8
+	//  Please fix your mistakes.
+	// assistant: lookup{"id":7}
+	// tool (ok): Ada
+	// assistant: The customer is Ada.
+}

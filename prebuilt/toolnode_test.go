@@ -216,6 +216,9 @@ func TestToolNodeToolErrorFailsRun(t *testing.T) {
 	if !errors.As(err, &te) || te.Tool != "tool1" || te.CallID != "some id" || !errors.Is(err, errTest) {
 		t.Fatalf("err = %v, want the *ToolError of call %q", err, "some id")
 	}
+	if want := `prebuilt: tool "tool1" (call some id) failed: Test error`; te.Error() != want {
+		t.Fatalf("ToolError says %q, want %q", te.Error(), want)
+	}
 	panics := MustTool("panics", "", func(context.Context, struct{}) (string, error) { panic("boom") })
 	_, err = toolMessages(t, []*Tool{panics}, []model.ToolCall{call("1", "panics", `{}`)})
 	var pe *PanicError
