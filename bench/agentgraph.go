@@ -31,7 +31,7 @@ func (agentgraph) Prepare(ctx context.Context, c Cell) (Runner, error) {
 	case MemorySaver:
 		opts = append(opts, graph.WithSaver(checkpoint.NewMemory()))
 	case BoltSaver:
-		s, err := bolt.Open(filepath.Join(c.Dir, "agentgraph.db"), bolt.NoSync())
+		s, err := bolt.Open(filepath.Join(c.Dir, "agentgraph.db"), bolt.WithoutSync())
 		if err != nil {
 			return nil, err
 		}

@@ -43,22 +43,22 @@ type options struct {
 	timeout time.Duration
 }
 
-// NoSync makes commits skip fsync. What Put wrote then survives the process
+// WithoutSync makes commits skip fsync. What Put wrote then survives the process
 // being killed (the kernel still writes it out) but not a crash of the
 // machine or a power loss, which may also corrupt the file. It makes commits
 // several times faster; use it for caches and tests, not for threads users
 // must not lose.
-func NoSync() Option { return func(o *options) { o.noSync = true } }
+func WithoutSync() Option { return func(o *options) { o.noSync = true } }
 
-// Timeout sets how long Open waits for another process to close the file
+// WithTimeout sets how long Open waits for another process to close the file
 // before it fails with ErrLocked. The default is one second; zero or less
 // means the default.
-func Timeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
 // Saver is a checkpoint.Saver on one bbolt file. It implements
 // checkpoint.Lister, ThreadDeleter, ThreadCopier and ThreadLocker and is safe
 // for concurrent use. Put and PutWrites return once their data is committed
-// (and, unless NoSync, fsynced); concurrent calls share one commit.
+// (and, unless WithoutSync, fsynced); concurrent calls share one commit.
 //
 // Layout: a bucket per thread holds a bucket per namespace, which holds the
 // checkpoints under 'c'+id and their pending writes under 'w'+id+task+key.

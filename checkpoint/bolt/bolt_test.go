@@ -27,14 +27,14 @@ func TestConformance(t *testing.T) {
 	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return open(t) })
 }
 
-func TestConformanceNoSync(t *testing.T) {
-	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return open(t, bolt.NoSync()) })
+func TestConformanceWithoutSync(t *testing.T) {
+	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return open(t, bolt.WithoutSync()) })
 }
 
 func BenchmarkSync(b *testing.B) {
 	checkpointtest.Benchmark(b, func(b *testing.B) checkpoint.Saver { return open(b) })
 }
 
-func BenchmarkNoSync(b *testing.B) {
-	checkpointtest.Benchmark(b, func(b *testing.B) checkpoint.Saver { return open(b, bolt.NoSync()) })
+func BenchmarkWithoutSync(b *testing.B) {
+	checkpointtest.Benchmark(b, func(b *testing.B) checkpoint.Saver { return open(b, bolt.WithoutSync()) })
 }

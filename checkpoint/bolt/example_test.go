@@ -33,7 +33,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	// The file stays locked while it is open.
-	_, err = bolt.Open(path, bolt.Timeout(10e6))
+	_, err = bolt.Open(path, bolt.WithTimeout(10e6))
 	fmt.Println(errors.Is(err, bolt.ErrLocked))
 	saver.Close()
 

@@ -219,7 +219,7 @@ func TestOpenLockedByAnotherProcess(t *testing.T) {
 	if err != nil || line != "ready\n" {
 		t.Fatalf("child said %q, %v", line, err)
 	}
-	s, err := bolt.Open(path, bolt.Timeout(100*time.Millisecond))
+	s, err := bolt.Open(path, bolt.WithTimeout(100*time.Millisecond))
 	if err == nil {
 		s.Close()
 		t.Fatal("Open of a file another process holds succeeded")
@@ -300,7 +300,7 @@ func TestSurvivesKill(t *testing.T) {
 // doing so after a reopen rebuilds the freelist.
 func TestFreePagesReused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "threads.db")
-	s, err := bolt.Open(path, bolt.NoSync())
+	s, err := bolt.Open(path, bolt.WithoutSync())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestFreePagesReused(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = bolt.Open(path, bolt.NoSync()); err != nil {
+	if s, err = bolt.Open(path, bolt.WithoutSync()); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()

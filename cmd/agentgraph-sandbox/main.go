@@ -139,7 +139,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fs.StringVar(&opts.Cwd, "cwd", "", "working directory, relative to /home/user")
 		fs.Var(envFlag(opts.Env), "env", "KEY=VALUE (repeatable)")
 		if err := fs.Parse(args); err != nil || fs.NArg() < 2 {
-			return 2, errors.New("usage: exec [-timeout D] [-cwd DIR] [-env K=V] ID COMMAND...")
+			return 2, errors.New("usage: exec [-timeout D] [-cwd DIR] [-env K=V] ID COMMAND [ARG ...]")
 		}
 		s, err := get(fs.Arg(0))
 		if err != nil {
@@ -158,7 +158,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return r.ExitCode, nil
 	case "stop", "resume", "delete":
 		if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
-			return 2, fmt.Errorf("usage: %s ID...", cmd)
+			return 2, fmt.Errorf("usage: %s ID [ID ...]", cmd)
 		}
 		var errs []error
 		for _, id := range fs.Args() {

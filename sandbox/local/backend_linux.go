@@ -218,7 +218,7 @@ func (b *Backend) Create(ctx context.Context, opts sandbox.CreateOptions) (sandb
 		}
 	}
 	if b.cfg.unsafeNoIso {
-		b.cfg.logger.Warn("sandbox: UnsafeNoIsolation is set: sandboxed code runs with all the rights of this user")
+		b.cfg.logger.Warn("sandbox: WithUnsafeNoIsolation is set: sandboxed code runs with all the rights of this user")
 	}
 	id := newID("sb_")
 	now := b.stamp()

@@ -47,11 +47,8 @@ func Init() {
 	}
 	runtime.LockOSThread()
 	errPipe := os.NewFile(fdErr, "errpipe")
-	if err := helperMain(); err != nil {
-		fmt.Fprintf(errPipe, "%v", err)
-		os.Exit(127)
-	}
-	// Unreachable: helperMain execs or fails.
+	// helperMain returns only when it could not exec the command; the parent reads why from the pipe.
+	fmt.Fprintf(errPipe, "%v", helperMain())
 	os.Exit(127)
 }
 
@@ -81,6 +78,7 @@ type rlimitSpec struct {
 	Cur, Max uint64
 }
 
+// helperMain sets the sandbox up and execs the command. It returns only on failure, with the reason.
 func helperMain() error {
 	cfgFile := os.NewFile(fdConfig, "config")
 	raw, err := io.ReadAll(cfgFile)

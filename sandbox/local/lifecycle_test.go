@@ -207,10 +207,10 @@ func TestPythonIsolatedByDefault(t *testing.T) {
 	}
 }
 
-func TestUnsafeNoIsolation(t *testing.T) {
+func TestWithUnsafeNoIsolation(t *testing.T) {
 	ctx := context.Background()
 	var logged strings.Builder
-	b := newBackend(t, local.UnsafeNoIsolation(), local.WithLogger(slogTo(&logged)))
+	b := newBackend(t, local.WithUnsafeNoIsolation(), local.WithLogger(slogTo(&logged)))
 	s, err := b.Create(ctx, sandbox.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func TestUnsafeNoIsolation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(strings.TrimSpace(r.Stdout), "/home") || !strings.Contains(logged.String(), "UnsafeNoIsolation") {
+	if !strings.HasSuffix(strings.TrimSpace(r.Stdout), "/home") || !strings.Contains(logged.String(), "WithUnsafeNoIsolation") {
 		t.Errorf("unsafe run: %+v; log %q", r, logged.String())
 	}
 }

@@ -74,10 +74,10 @@ func WithSizeLimits(size sandbox.Size, l sandbox.Limits) Option {
 // WithoutCgroups makes root use rlimits instead of cgroups, as an unprivileged user must.
 func WithoutCgroups() Option { return func(c *config) { c.cgroups = false } }
 
-// UnsafeNoIsolation runs commands as plain child processes with none of the isolation: the code can read
+// WithUnsafeNoIsolation runs commands as plain child processes with none of the isolation: the code can read
 // and change everything the calling user can. It exists for hosts without user namespaces and logs a warning
 // at every Create.
-func UnsafeNoIsolation() Option { return func(c *config) { c.unsafeNoIso = true } }
+func WithUnsafeNoIsolation() Option { return func(c *config) { c.unsafeNoIso = true } }
 
 // DefaultRoot returns the root directory New uses when WithRoot is not given.
 func DefaultRoot() string {
