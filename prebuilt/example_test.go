@@ -267,3 +267,39 @@ func ExampleWithToolErrorsToModel() {
 	// tool (ok): Ada
 	// assistant: The customer is Ada.
 }
+
+// A paused run seen in a stream: the last event is a ModeInterrupt event
+// carrying the interruptions, after the state the run reached.
+func ExampleNewReactAgent_breakpointInStream() {
+	echo := prebuilt.MustTool("echo", "Echo the text.", func(_ context.Context, a struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return a.Text, nil
+	})
+	m := scripted.New(
+		scripted.Calls(model.ToolCall{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)}),
+		scripted.Text("It said hi."),
+	)
+	agent, err := prebuilt.NewReactAgent(m, []*prebuilt.Tool{echo}, prebuilt.WithCompileOptions(
+		graph.WithSaver(checkpoint.NewMemory()), graph.WithInterruptBefore(prebuilt.ToolsNode)))
+	if err != nil {
+		panic(err)
+	}
+	in := graph.Updates(prebuilt.Messages.Add(model.User("say hi")))
+	for ev, err := range agent.Stream(context.Background(), in, graph.WithThread("1"), graph.WithStreamModes(graph.ModeUpdates)) {
+		if err != nil {
+			panic(err)
+		}
+		switch ev.Mode {
+		case graph.ModeUpdates:
+			fmt.Printf("update from %s\n", ev.Node)
+		case graph.ModeInterrupt:
+			for _, in := range ev.Interrupts {
+				fmt.Printf("interrupt: node %s, when %s, id set %v\n", in.Node, in.When, in.ID != "")
+			}
+		}
+	}
+	// Output:
+	// update from agent
+	// interrupt: node tools, when before, id set true
+}
