@@ -38,3 +38,15 @@ func BenchmarkSync(b *testing.B) {
 func BenchmarkWithoutSync(b *testing.B) {
 	checkpointtest.Benchmark(b, func(b *testing.B) checkpoint.Saver { return open(b, bolt.WithoutSync()) })
 }
+
+func TestPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "threads.db")
+	s, err := bolt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.Path(); got != path {
+		t.Errorf("Path() = %q; want %q", got, path)
+	}
+}
