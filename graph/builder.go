@@ -35,6 +35,7 @@ type nodeSpec[S any] struct {
 	retry   *RetryPolicy
 	timeout time.Duration
 	dests   []string
+	defers  bool
 	// compiled
 	endEdge  bool
 	idx      int
@@ -86,6 +87,7 @@ type nodeOptions struct {
 	retry   *RetryPolicy
 	timeout time.Duration
 	dests   []string
+	defers  bool
 }
 
 // WithRetry retries the node's failures by p.
@@ -93,6 +95,11 @@ func WithRetry(p RetryPolicy) NodeOption { return func(o *nodeOptions) { o.retry
 
 // WithTimeout gives each attempt of the node at most d.
 func WithTimeout(d time.Duration) NodeOption { return func(o *nodeOptions) { o.timeout = d } }
+
+// WithDefer runs the node, once triggered, only when no other task is left
+// to run: a join for map-reduce branches of unequal length (LangGraph's
+// defer=True).
+func WithDefer() NodeOption { return func(o *nodeOptions) { o.defers = true } }
 
 // Destinations declares the nodes a node may route to with Update.Goto or
 // Update.Send, for validation and drawing.
@@ -118,7 +125,7 @@ func (g *StateGraph[S]) AddNode(name string, n Node[S], opts ...NodeOption) *Sta
 	for _, opt := range opts {
 		opt(&o)
 	}
-	spec := &nodeSpec[S]{name: name, node: n, retry: o.retry, timeout: o.timeout, dests: o.dests}
+	spec := &nodeSpec[S]{name: name, node: n, retry: o.retry, timeout: o.timeout, dests: o.dests, defers: o.defers}
 	g.nodes = append(g.nodes, spec)
 	g.byName[name] = spec
 	return g
@@ -239,198 +246,6 @@ func WithInterruptAfter(nodes ...string) CompileOption {
 
 // WithName names the compiled graph (used when drawing and as a subgraph).
 func WithName(name string) CompileOption { return func(o *compileOptions) { o.name = name } }
-
-// Compile validates the graph and returns a runnable Graph. Its error lists
-// every problem found.
-func (g *StateGraph[S]) Compile(opts ...CompileOption) (*Graph[S], error) {
-	o := compileOptions{codec: checkpoint.JSON}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	errs := slices.Clone(g.errs)
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-
-	c := &Graph[S]{keys: g.keys, nodes: g.nodes, opts: o, keyIndex: map[AnyKey[S]]int{}}
-	for i, k := range g.keys {
-		c.keyIndex[k] = i
-	}
-	for i, n := range g.nodes {
-		n.idx = i
-		n.next, n.branches, n.joins, n.joinsIn, n.endEdge = nil, nil, nil, nil, false
-	}
-	names := make([]string, len(g.nodes))
-	for i, n := range g.nodes {
-		names[i] = n.name
-	}
-	sorted := slices.Clone(names)
-	slices.Sort(sorted)
-	for r, name := range sorted {
-		g.byName[name].rank = r
-	}
-	c.byName = g.byName
-
-	known := func(name string, asTarget bool) bool {
-		if asTarget && name == END {
-			return true
-		}
-		if !asTarget && name == START {
-			return true
-		}
-		_, ok := g.byName[name]
-		return ok
-	}
-	reached := map[string]bool{}
-	hasEntry := false
-	for _, e := range g.edges {
-		from, to := e[0], e[1]
-		switch {
-		case from == END:
-			bad("edge %s -> %s: END cannot be a source", from, to)
-			continue
-		case to == START:
-			bad("edge %s -> %s: START cannot be a target", from, to)
-			continue
-		}
-		if !known(from, false) {
-			bad("edge %s -> %s: unknown node %q", from, to, from)
-			continue
-		}
-		if !known(to, true) {
-			bad("edge %s -> %s: unknown node %q", from, to, to)
-			continue
-		}
-		reached[to] = true
-		if from == START {
-			hasEntry = true
-			if to == END {
-				continue
-			}
-			c.startNext = append(c.startNext, g.byName[to].idx)
-			continue
-		}
-		if to == END {
-			g.byName[from].endEdge = true
-			continue
-		}
-		src := g.byName[from]
-		if !slices.Contains(src.next, g.byName[to].idx) {
-			src.next = append(src.next, g.byName[to].idx)
-		}
-	}
-	for ji := range g.joins {
-		j := &g.joins[ji]
-		ok := true
-		if len(j.from) == 0 {
-			bad("waiting edge to %q has no sources", j.to)
-			ok = false
-		}
-		for _, f := range j.from {
-			if f == END || f == START || !known(f, false) {
-				bad("waiting edge to %q: %q cannot be a source", j.to, f)
-				ok = false
-			}
-		}
-		if j.to == START || !known(j.to, true) {
-			bad("waiting edge from %v: unknown target %q", j.from, j.to)
-			ok = false
-		}
-		if !ok {
-			continue
-		}
-		reached[j.to] = true
-		j.fromIdx = j.fromIdx[:0]
-		for _, f := range j.from {
-			j.fromIdx = append(j.fromIdx, g.byName[f].idx)
-		}
-		j.toIdx = -1
-		if j.to != END {
-			j.toIdx = g.byName[j.to].idx
-		}
-		j.channel = "join:" + strings.Join(j.from, "+") + ":" + j.to
-		for _, f := range j.fromIdx {
-			g.nodes[f].joins = append(g.nodes[f].joins, ji)
-		}
-		if j.toIdx >= 0 {
-			g.nodes[j.toIdx].joinsIn = append(g.nodes[j.toIdx].joinsIn, ji)
-		}
-	}
-	c.joins = g.joins
-	branchNames := map[string]bool{}
-	for _, b := range g.branches {
-		if b.source == END {
-			bad("conditional edge from END: END cannot be a source")
-			continue
-		}
-		if !known(b.source, false) {
-			bad("conditional edge from unknown node %q", b.source)
-			continue
-		}
-		id := b.source + "\x00" + b.name
-		if branchNames[id] {
-			bad("node %q has two conditional edges named %q: give each a distinct BranchConfig.Name", b.source, b.name)
-			continue
-		}
-		branchNames[id] = true
-		targets := b.paths
-		if len(targets) == 0 {
-			targets = append(slices.Clone(names), END)
-		}
-		for _, t := range targets {
-			if t == START {
-				bad("conditional edge from %q: START cannot be a target", b.source)
-			} else if !known(t, true) {
-				bad("conditional edge from %q: unknown node %q", b.source, t)
-			}
-			reached[t] = true
-		}
-		if b.source == START {
-			hasEntry = true
-			c.startBranches = append(c.startBranches, b)
-		} else {
-			src := g.byName[b.source]
-			src.branches = append(src.branches, b)
-		}
-	}
-	for _, n := range g.nodes {
-		for _, d := range n.dests {
-			if !known(d, true) || d == START {
-				bad("node %q: unknown destination %q", n.name, d)
-			}
-			reached[d] = true
-		}
-	}
-	if !hasEntry {
-		bad("graph has no entry point: add an edge from graph.START")
-	}
-	for _, n := range g.nodes {
-		if !reached[n.name] {
-			bad("node %q is not reached by any edge: add an edge to it, or declare it with graph.Destinations on the node that routes to it", n.name)
-		}
-	}
-	check := func(list []string, what string) {
-		for _, n := range list {
-			if _, ok := g.byName[n]; !ok {
-				bad("%s: unknown node %q", what, n)
-			}
-		}
-	}
-	check(o.interruptBefore, "InterruptBefore")
-	check(o.interruptAfter, "InterruptAfter")
-	if o.saver != nil {
-		for _, k := range g.keys {
-			if err := checkCodec(o.codec, k.valueType()); err != nil {
-				bad("key %q cannot be saved by the checkpoint codec: %v", k.Name(), err)
-			}
-		}
-	}
-	if len(errs) > 0 {
-		return nil, &CompileError{Errs: errs}
-	}
-	c.interruptBefore = nodeSet(g.byName, o.interruptBefore)
-	c.interruptAfter = nodeSet(g.byName, o.interruptAfter)
-	c.build()
-	return c, nil
-}
 
 func nodeSet[S any](byName map[string]*nodeSpec[S], names []string) []bool {
 	if len(names) == 0 {

@@ -70,7 +70,7 @@ func crashGraph(record func(node, task string) error) *graph.StateGraph[St] {
 }
 
 func crashChild(dbPath, logPath string) error {
-	saver, err := bolt.Open(dbPath, bolt.Timeout(5*time.Second))
+	saver, err := bolt.Open(dbPath, bolt.WithTimeout(5*time.Second))
 	if err != nil {
 		return err
 	}

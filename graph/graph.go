@@ -24,6 +24,7 @@ type Graph[S any] struct {
 	interruptBefore []bool
 	interruptAfter  []bool
 	clipKeys        []AnyKey[S]
+	deferred        bool // some node runs WithDefer
 
 	cacheMu sync.Mutex
 	cache   map[checkpoint.Config]*threadState[S]
@@ -35,6 +36,7 @@ type threadState[S any] struct {
 	cpID     string
 	state    S
 	barriers [][]bool
+	waiting  []bool
 	version  uint64
 	chain    chainInfo
 	step     int
@@ -46,9 +48,12 @@ func (g *Graph[S]) build() {
 	g.keyByName = make(map[string]int, len(g.keys))
 	for i, k := range g.keys {
 		g.keyByName[k.Name()] = i
-		if ck, ok := k.(interface{ clips() bool }); ok && ck.clips() {
+		if k.clips() {
 			g.clipKeys = append(g.clipKeys, k)
 		}
+	}
+	for _, n := range g.nodes {
+		g.deferred = g.deferred || n.defers
 	}
 	g.start = &nodeSpec[S]{name: START, idx: -1, next: g.startNext, branches: g.startBranches}
 	g.cache = map[checkpoint.Config]*threadState[S]{}

@@ -120,7 +120,9 @@ type AnyKey[S any] interface {
 	decodeFold(s *S, c checkpoint.Codec, b []byte) error
 	decodeWrite(c checkpoint.Codec, b []byte, overwrite bool) (Write[S], error)
 	valueType() reflect.Type
-	copyValue(dst, src *S)
+	// clips reports whether the key's values are slices that readers get
+	// clipped to their length (see clipped).
+	clips() bool
 }
 
 func (k *Key[S, T]) self() AnyKey[S] { return k }
@@ -153,8 +155,6 @@ func (k *Key[S, T]) clipped(s S) S {
 	}
 	return s
 }
-
-func (k *Key[S, T]) copyValue(dst, src *S) { *k.ptr(dst) = *k.ptr(src) }
 
 func (k *Key[S, T]) encodeValue(s *S, c checkpoint.Codec) ([]byte, error) {
 	return c.Marshal(k.ptr(s))

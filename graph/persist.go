@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,7 @@ const (
 	sendChannel      = "__send__"
 	overwritePrefix  = "__overwrite__:"
 	barrierPrefix    = "join:"
+	deferredChannel  = "__deferred__"
 	errorWriteIndex  = -1
 	interruptIndex   = -3
 	resumeWriteIndex = -4
@@ -145,7 +147,12 @@ func (p *persister[S]) failed() bool {
 
 // do runs a saver operation now, or queues it behind the earlier ones.
 func (p *persister[S]) do(op func(ctx context.Context) error) error {
-	run := func() error {
+	run := func() (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				err = fmt.Errorf("the saver or codec panicked: %v\n%s", v, debug.Stack())
+			}
+		}()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(p.r.ctx), saveTimeout)
 		defer cancel()
 		return op(ctx)
@@ -154,8 +161,28 @@ func (p *persister[S]) do(op func(ctx context.Context) error) error {
 		p.queue <- run
 		return nil
 	}
-	return run()
+	return p.saveError(run())
 }
+
+// saveError names the thread in a saver's error, once.
+func (p *persister[S]) saveError(err error) error {
+	var se *saveError
+	if err == nil || errors.As(err, &se) {
+		return err
+	}
+	return &saveError{thread: p.cfg.ThreadID, err: err}
+}
+
+type saveError struct {
+	thread string
+	err    error
+}
+
+func (e *saveError) Error() string {
+	return fmt.Sprintf("graph: thread %q: saving a checkpoint: %v", e.thread, e.err)
+}
+
+func (e *saveError) Unwrap() error { return e.err }
 
 func (p *persister[S]) close() {
 	if p.queue != nil {
@@ -176,7 +203,7 @@ func (p *persister[S]) finish() error {
 	p.errMu.Lock()
 	defer p.errMu.Unlock()
 	if p.err != nil {
-		return fmt.Errorf("graph: thread %q: saving a checkpoint: %w", p.cfg.ThreadID, p.err)
+		return p.saveError(p.err)
 	}
 	return nil
 }
@@ -241,6 +268,9 @@ func (p *persister[S]) rebuild(ctx context.Context, tuple *checkpoint.Tuple, st 
 	for i, j := range g.joins {
 		st.barriers[i] = make([]bool, len(j.fromIdx))
 	}
+	if g.deferred {
+		st.waiting = make([]bool, len(g.nodes))
+	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		cp := chain[i]
 		if err := p.replay(cp, st); err != nil {
@@ -265,6 +295,16 @@ func (p *persister[S]) replay(cp *checkpoint.Checkpoint, st *threadState[S]) err
 		if ki, ok := g.keyByName[name]; ok {
 			if err := g.keys[ki].decodeValue(&st.state, p.codec, b); err != nil {
 				return err
+			}
+			continue
+		}
+		if name == deferredChannel && st.waiting != nil {
+			var names []string
+			if err := p.codec.Unmarshal(b, &names); err != nil {
+				return fmt.Errorf("decode %s: %w", name, err)
+			}
+			for i, n := range g.nodes {
+				st.waiting[i] = slices.Contains(names, n.name)
 			}
 			continue
 		}
@@ -315,7 +355,7 @@ func (p *persister[S]) remember(r *runner[S]) {
 			break
 		}
 	}
-	g.cache[key] = &threadState[S]{cpID: p.cfg.CheckpointID, state: r.state, barriers: r.barriers, version: r.version, chain: p.chain, step: p.lastStep}
+	g.cache[key] = &threadState[S]{cpID: p.cfg.CheckpointID, state: r.state, barriers: r.barriers, waiting: r.waiting, version: r.version, chain: p.chain, step: p.lastStep}
 }
 
 // record notes one key's writes of the current step for the next checkpoint.
@@ -462,6 +502,22 @@ func (p *persister[S]) recordBarriers(r *runner[S]) error {
 		}
 		p.values[j.channel] = b
 	}
+	if r.waiting != nil {
+		names := []string{}
+		for i, w := range r.waiting {
+			if w {
+				names = append(names, p.g.nodes[i].name)
+			}
+		}
+		b, err := p.codec.Marshal(names)
+		if err != nil {
+			return err
+		}
+		if p.values == nil {
+			p.values = map[string][]byte{}
+		}
+		p.values[deferredChannel] = b
+	}
 	return nil
 }
 
@@ -510,6 +566,9 @@ func (p *persister[S]) fill(r *runner[S], cp *checkpoint.Checkpoint) error {
 	}
 	for _, j := range p.g.joins {
 		values[j.channel] = cp.Values[j.channel]
+	}
+	if b, ok := cp.Values[deferredChannel]; ok {
+		values[deferredChannel] = b
 	}
 	versions := make(map[string]uint64, len(p.g.keys))
 	for _, k := range p.g.keys {

@@ -115,6 +115,7 @@ type runner[S any] struct {
 	state    S
 	step     int
 	barriers [][]bool
+	waiting  []bool // deferred nodes triggered and waiting for the others
 	version  uint64
 	p        *persister[S]
 
@@ -144,6 +145,14 @@ func (g *Graph[S]) run(ctx context.Context, input Update[S], opts []RunOption, y
 // supersteps until no task is left, an interrupt pauses the run or a task
 // fails.
 func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], opts []RunOption) (res Result[S], err error) {
+	defer func() {
+		// Caller-supplied code runs on this goroutine too (reducers,
+		// routers, field accessors, codecs): whatever panics there, the run
+		// fails with an error and the host goes on.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("graph: run panicked at step %d: %v\n%s", r.step, p, debug.Stack())
+		}
+	}()
 	if err := r.configure(ctx, opts); err != nil {
 		return res, err
 	}
@@ -154,23 +163,26 @@ func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], o
 
 	hasInput := len(input.writes) > 0 || len(input.gotos) > 0 || len(input.sends) > 0
 	var pending []*task[S]
+	loaded := false // the run continues a stored thread
 	if r.shared.saver == nil {
 		if r.rc.resume != nil || r.rc.cfg.CheckpointID != "" {
 			return res, fmt.Errorf("graph: resuming or replaying a run: %w", ErrNoSaver)
 		}
 		r.step = -2
 	} else {
-		unlock, err := r.lockThread()
-		if err != nil {
+		var unlock func()
+		if unlock, err = r.lockThread(); err != nil {
 			return res, err
 		}
 		defer unlock()
 		r.p = newPersister(g, r)
 		defer r.p.close()
-		if pending, err = r.openThread(hasInput); err != nil {
+		if pending, loaded, err = r.openThread(hasInput); err != nil {
 			return res, err
 		}
 		defer func() {
+			// err is the run's result: a save that failed in the
+			// background fails the run.
 			if perr := r.p.finish(); perr != nil && err == nil {
 				err = perr
 			}
@@ -183,11 +195,14 @@ func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], o
 		return res, fmt.Errorf("graph: thread %q has no pending step to resume: call Invoke without graph.WithResume to start a new run", r.rc.cfg.ThreadID)
 	}
 	var tasks []*task[S]
-	if resuming {
+	switch {
+	case resuming:
 		if tasks, err = r.resume(pending, input); err != nil {
 			return res, err
 		}
-	} else {
+	case loaded && !hasInput:
+		// A thread with nothing pending and no new input: nothing to run.
+	default:
 		if tasks, err = r.start(input, hasInput, pending); err != nil {
 			return res, err
 		}
@@ -251,6 +266,9 @@ func (r *runner[S]) alloc() {
 	for i, j := range g.joins {
 		r.barriers[i] = make([]bool, len(j.fromIdx))
 	}
+	if g.deferred {
+		r.waiting = make([]bool, len(g.nodes))
+	}
 }
 
 // lockThread takes the thread's lock when the saver has one. A subgraph run
@@ -274,37 +292,40 @@ func (r *runner[S]) lockThread() (func(), error) {
 // openThread loads the checkpoint the run starts from and returns the tasks
 // it left pending, if any. A subgraph run that has nothing pending in its
 // namespace starts afresh from its initial state.
-func (r *runner[S]) openThread(hasInput bool) ([]*task[S], error) {
+func (r *runner[S]) openThread(hasInput bool) ([]*task[S], bool, error) {
 	st, err := r.p.load(r.ctx, true)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if st == nil {
 		r.step = -2
-		return nil, nil
+		return nil, false, nil
 	}
 	if r.parent != nil && len(st.tuple.Checkpoint.Tasks) == 0 {
 		r.p.cfg.CheckpointID, r.p.head = "", ""
 		r.p.chain = chainInfo{}
 		r.step = -2
-		return nil, nil
+		return nil, false, nil
 	}
 	r.state, r.barriers, r.version, r.step = st.state, st.barriers, st.version, st.step
+	if st.waiting != nil {
+		r.waiting = st.waiting
+	}
 	replay, err := r.p.dropReplayedWrites(r.ctx, st)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	tasks, err := r.restoreTasks(st)
 	if err != nil || !replay || len(tasks) == 0 || hasInput {
-		return tasks, err
+		return tasks, true, err
 	}
 	// Replaying an older checkpoint starts a new branch with a copy of it
 	// (source "fork"), so that what the replay leaves pending belongs to
 	// the new branch, which is now the thread's latest.
 	if err := r.p.commit(r, checkpoint.SourceFork, nil, tasks); err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	return tasks, nil
+	return tasks, true, nil
 }
 
 // start applies the input as the work of a virtual START task and plans the
@@ -716,7 +737,7 @@ func (r *runner[S]) apply(tasks []*task[S]) error {
 	}
 	for _, ki := range r.touched {
 		k := g.keys[ki]
-		if err := k.apply(&r.state, r.buckets[ki]); err != nil {
+		if err := r.applyKey(k, &r.state, r.buckets[ki], tasks, ""); err != nil {
 			return err
 		}
 		if r.p != nil {
@@ -726,6 +747,31 @@ func (r *runner[S]) apply(tasks []*task[S]) error {
 		}
 	}
 	return nil
+}
+
+// applyKey folds writes into one key of s; a panicking reducer (or field
+// accessor) becomes an error naming the key.
+func (r *runner[S]) applyKey(k AnyKey[S], s *S, ws []Write[S], tasks []*task[S], node string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			nodes := []string{node}
+			if node == "" {
+				nodes = writers(tasks, k)
+			}
+			err = &InvalidUpdateError{Key: k.Name(), Nodes: nodes, Step: r.step, Msg: fmt.Sprintf("the key's reducer panicked: %v\n%s", p, debug.Stack())}
+		}
+	}()
+	return k.apply(s, ws)
+}
+
+// callRouter calls a router; a panic becomes its error.
+func callRouter[S any](router Router[S], ctx context.Context, s S) (rt Route[S], err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the router panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return router(ctx, s)
 }
 
 func writers[S any](tasks []*task[S], k AnyKey[S]) []string {
@@ -756,7 +802,7 @@ func (r *runner[S]) route(t *task[S], local bool) error {
 				if !ok {
 					return &InvalidUpdateError{Key: w.key().Name(), Nodes: []string{n.name}, Step: r.step, Msg: "the key is not declared in graph.New"}
 				}
-				if err := r.g.keys[ki].apply(&s, t.upd.writes[i:i+1]); err != nil {
+				if err := r.applyKey(r.g.keys[ki], &s, t.upd.writes[i:i+1], nil, n.name); err != nil {
 					return err
 				}
 			}
@@ -765,7 +811,7 @@ func (r *runner[S]) route(t *task[S], local bool) error {
 		}
 		ctx := context.WithValue(r.ctx, taskKey{}, &t.cx.tc)
 		for _, b := range n.branches {
-			rt, err := b.router(ctx, s)
+			rt, err := callRouter(b.router, ctx, s)
 			if err != nil {
 				return &RouteError{From: n.name, Step: r.step, Err: err}
 			}
@@ -874,6 +920,9 @@ func (r *runner[S]) plan(tasks []*task[S]) ([]*task[S], error) {
 			}
 		}
 	}
+	if g.deferred {
+		marked = r.holdDeferred(marked, sends)
+	}
 	r.marked = marked
 	if len(marked)+sends == 0 {
 		return nil, nil
@@ -902,6 +951,31 @@ func (r *runner[S]) plan(tasks []*task[S]) ([]*task[S], error) {
 	}
 	r.bufs[r.flip] = next
 	return next, nil
+}
+
+// holdDeferred keeps the triggered nodes compiled WithDefer waiting while
+// other tasks are left, and releases every waiting one when none is.
+func (r *runner[S]) holdDeferred(marked []int, sends int) []int {
+	kept := marked[:0]
+	for _, i := range marked {
+		if r.g.nodes[i].defers {
+			r.marks[i] = false
+			r.waiting[i] = true
+			continue
+		}
+		kept = append(kept, i)
+	}
+	if len(kept)+sends > 0 {
+		return kept
+	}
+	for i, w := range r.waiting {
+		if w {
+			r.waiting[i] = false
+			r.marks[i] = true
+			kept = append(kept, i)
+		}
+	}
+	return kept
 }
 
 // emitFromTask delivers an event raised inside a task: directly when the

@@ -55,6 +55,9 @@ func (g *Graph[S]) stateRunner(ctx context.Context, saver checkpoint.Saver, cfg 
 	}
 	if st != nil {
 		r.state, r.barriers, r.version, r.step = st.state, st.barriers, st.version, st.step
+		if st.waiting != nil {
+			r.waiting = st.waiting
+		}
 	} else {
 		r.step = -2
 	}
