@@ -49,6 +49,8 @@ type Key[S, T any] struct {
 	name    string
 	ptr     func(*S) *T
 	reducer Reducer[T]
+	// items, for a key streamed as messages, lists a write's elements.
+	items func(T) []any
 }
 
 // Field declares a key of state S named name, stored in the field ptr selects.
@@ -65,6 +67,22 @@ func SliceField[S, E any](name string, ptr func(*S) *[]E, r Reducer[[]E]) SliceK
 		r.clip = clipSlice[E]
 	}
 	return SliceKey[S, E]{Field(name, ptr, r)}
+}
+
+// AsMessages marks the key as holding a conversation: in ModeMessages, a
+// stream yields each element a node writes to it, after the node's step,
+// unless the node streamed message chunks itself (a model node that
+// streams its tokens). LangGraph's messages mode does the same for every
+// message written to the state. It returns k.
+func (k SliceKey[S, E]) AsMessages() SliceKey[S, E] {
+	k.items = func(v []E) []any {
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = e
+		}
+		return out
+	}
+	return k
 }
 
 // Add writes elements to the key: the write is the slice of them, folded by
@@ -123,6 +141,16 @@ type AnyKey[S any] interface {
 	// clips reports whether the key's values are slices that readers get
 	// clipped to their length (see clipped).
 	clips() bool
+	// messageItems lists the elements of a write to a key marked
+	// AsMessages, and nil for any other key.
+	messageItems(w Write[S]) []any
+}
+
+func (k *Key[S, T]) messageItems(w Write[S]) []any {
+	if k.items == nil {
+		return nil
+	}
+	return k.items(w.(*keyWrite[S, T]).v)
 }
 
 func (k *Key[S, T]) self() AnyKey[S] { return k }

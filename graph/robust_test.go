@@ -225,3 +225,34 @@ func TestAnyKeyComesBackAsJSON(t *testing.T) {
 		t.Fatalf("after a reload the payload is %T %v, want map[string]any{X:1 Y:2}", snap.Values.Payload, snap.Values.Payload)
 	}
 }
+
+func TestMessagesModeYieldsStateMessages(t *testing.T) {
+	type Chat struct{ Msgs []string }
+	Msgs := graph.SliceField("msgs", func(s *Chat) *[]string { return &s.Msgs }, graph.Append[string]()).AsMessages()
+	b := graph.New[Chat](Msgs)
+	b.AddNodeFunc("model", func(ctx context.Context, s Chat) (graph.Update[Chat], error) {
+		graph.EmitMessage(ctx, "tok")
+		return graph.Updates(Msgs.Add("streamed answer")), nil
+	})
+	b.AddNodeFunc("tool", func(ctx context.Context, s Chat) (graph.Update[Chat], error) {
+		return graph.Updates(Msgs.Add("tool result 1", "tool result 2")), nil
+	})
+	b.AddEdge(graph.START, "model").AddEdge("model", "tool")
+	g, err := b.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for ev, err := range g.Stream(context.Background(), graph.Updates(Msgs.Add("user says hi")), graph.WithStreamModes(graph.ModeMessages)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ev.Node+":"+ev.Data.(string))
+	}
+	// The model's chunks stand for its message; the tool's messages come
+	// from the state; the input is not a node's message.
+	want := []string{"model:tok", "tool:tool result 1", "tool:tool result 2"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("messages %q, want %q", got, want)
+	}
+}

@@ -46,6 +46,8 @@ type taskCtx struct {
 	resume  []any
 	calls   int
 	raised  []Interruption
+	// streamed is set once the task sent a message chunk to the stream.
+	streamed atomic.Bool
 }
 
 // name sets the task's id to base/index, or base/step/index when step is
@@ -984,6 +986,9 @@ func (r *runner[S]) emitFromTask(t *taskCtx, mode Mode, data any) {
 	if r.rc.modes&mode == 0 || r.yield == nil {
 		return
 	}
+	if mode == ModeMessages {
+		t.streamed.Store(true)
+	}
 	if ch := r.events; ch != nil {
 		select {
 		case ch <- streamItem{t: t, mode: mode, data: data}:
@@ -1056,6 +1061,9 @@ func (r *runner[S]) emitStep(tasks []*task[S]) {
 	if r.yield == nil {
 		return
 	}
+	if r.rc.modes&ModeMessages != 0 {
+		r.emitStateMessages(tasks)
+	}
 	if r.rc.modes&ModeUpdates != 0 {
 		for _, t := range tasks {
 			m := make(map[string]any, len(t.upd.writes))
@@ -1069,6 +1077,21 @@ func (r *runner[S]) emitStep(tasks []*task[S]) {
 		r.send(Event[S]{Mode: ModeDebug, Step: r.step, Debug: &DebugInfo{Type: "step", Time: time.Now(), Tasks: len(tasks)}})
 	}
 	r.emitValues()
+}
+
+// emitStateMessages yields, in ModeMessages, the messages each task of the
+// step wrote to keys marked AsMessages, when the task streamed none itself.
+func (r *runner[S]) emitStateMessages(tasks []*task[S]) {
+	for _, t := range tasks {
+		if t.done || t.cx.tc.streamed.Load() {
+			continue
+		}
+		for _, w := range t.upd.writes {
+			for _, m := range w.key().messageItems(w) {
+				r.send(Event[S]{Mode: ModeMessages, Step: r.step, Node: t.node.name, TaskID: t.cx.tc.taskID(), Data: m})
+			}
+		}
+	}
 }
 
 func (r *runner[S]) emitInterrupts(in []Interruption) {
