@@ -36,8 +36,8 @@ type config struct {
 // Option configures New.
 type Option func(*config)
 
-// WithAPIKey sets the API key, sent as the x-api-key header. New reads no
-// environment variable: pass the key here.
+// WithAPIKey sets the API key, which the SDK sends as a bearer token. New
+// reads no environment variable: pass the key here.
 func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = key } }
 
 // WithBaseURL sets the API's base URL (default https://api.anthropic.com);
