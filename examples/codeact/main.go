@@ -2,10 +2,11 @@
 // run_python tool, one sandbox per graph thread, four scenarios, then every sandbox cleaned up.
 //
 //	go run ./examples/codeact [-progress] [-keep] [-db threads.db] [-model scripted|<model name>] [-backend local]
-//	                       [-sandbox-root dir]
+//	                       [-provider openai|anthropic] [-sandbox-root dir]
 //
 // With -model set to a model name the agent calls an OpenAI-compatible endpoint (OPENAI_API_KEY,
-// OPENAI_BASE_URL) instead of the scripted stand-in; nothing else changes.
+// OPENAI_BASE_URL), or with -provider anthropic Anthropic's Messages API (ANTHROPIC_API_KEY), instead of the
+// scripted stand-in; nothing else changes.
 package main
 
 import (
@@ -25,6 +26,7 @@ import (
 	"github.com/agentgraph/agentgraph/checkpoint/bolt"
 	"github.com/agentgraph/agentgraph/graph"
 	"github.com/agentgraph/agentgraph/model"
+	"github.com/agentgraph/agentgraph/model/anthropic"
 	"github.com/agentgraph/agentgraph/model/openai"
 	"github.com/agentgraph/agentgraph/model/scripted"
 	"github.com/agentgraph/agentgraph/prebuilt"
@@ -39,6 +41,7 @@ type config struct {
 	SandboxRoot string // local backend's state directory; "" means local.DefaultRoot()
 	Keep        bool   // stop the sandboxes at the end instead of deleting them
 	Model       string // "scripted", or a model name for an OpenAI-compatible endpoint
+	Provider    string // "openai" or "anthropic": who serves a named model
 	DB          string // bbolt file for checkpoints; "" keeps them in memory
 	Progress    bool   // stream node progress to stderr
 }
@@ -51,6 +54,7 @@ func main() {
 	flag.StringVar(&cfg.SandboxRoot, "sandbox-root", "", "directory holding the local backend's sandboxes (default "+local.DefaultRoot()+")")
 	flag.BoolVar(&cfg.Keep, "keep", false, "stop the sandboxes at the end instead of deleting them, so a later run with -db continues with their files")
 	flag.StringVar(&cfg.Model, "model", "scripted", "scripted (the guide's stand-in), or a model name for the endpoint at OPENAI_BASE_URL with OPENAI_API_KEY")
+	flag.StringVar(&cfg.Provider, "provider", "openai", "who serves -model: openai (any OpenAI-compatible endpoint) or anthropic (with ANTHROPIC_API_KEY)")
 	flag.StringVar(&cfg.DB, "db", "", "bbolt file for the threads' checkpoints, so a second run continues them (default: in memory)")
 	flag.BoolVar(&cfg.Progress, "progress", false, "print each step of the graph to stderr as it runs")
 	flag.Parse()
@@ -93,7 +97,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 		err = errors.Join(err, cerr)
 	}()
 
-	chat, err := chatModel(cfg.Model)
+	chat, err := chatModel(cfg.Model, cfg.Provider)
 	if err != nil {
 		return err
 	}
@@ -158,10 +162,22 @@ func openBackend(cfg config) (sandbox.Backend, error) {
 	return nil, fmt.Errorf("unknown sandbox backend %q: use -backend local", cfg.Backend)
 }
 
-// chatModel returns the guide's scripted stand-in, or a model behind an OpenAI-compatible endpoint.
-func chatModel(name string) (model.ChatModel, error) {
+// chatModel returns the guide's scripted stand-in, or a model behind an OpenAI-compatible endpoint or
+// Anthropic's API.
+func chatModel(name, provider string) (model.ChatModel, error) {
 	if name == "" || name == "scripted" {
 		return scripted.CodeAct(scripted.WithProgram(scripted.PrimesPrompt, scripted.PrimesProgram)), nil
+	}
+	switch provider {
+	case "anthropic":
+		m, err := anthropic.New(name, anthropic.WithAPIKey(os.Getenv("ANTHROPIC_API_KEY")))
+		if err != nil {
+			return nil, fmt.Errorf("model %q: %w (set ANTHROPIC_API_KEY)", name, err)
+		}
+		return m, nil
+	case "", "openai":
+	default:
+		return nil, fmt.Errorf("unknown provider %q: use -provider openai or -provider anthropic", provider)
 	}
 	m, err := openai.New(name)
 	if err != nil {
