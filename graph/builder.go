@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentgraph/agentgraph/checkpoint"
+	"github.com/agentgraph/agentgraph/store"
 )
 
 // The virtual entry and exit of every graph.
@@ -222,6 +223,7 @@ type CompileOption func(*compileOptions)
 
 type compileOptions struct {
 	saver           checkpoint.Saver
+	store           store.Store
 	codec           checkpoint.Codec
 	interruptBefore []string
 	interruptAfter  []string
@@ -230,6 +232,10 @@ type compileOptions struct {
 
 // WithSaver makes threads durable through s.
 func WithSaver(s checkpoint.Saver) CompileOption { return func(o *compileOptions) { o.saver = s } }
+
+// WithStore gives the graph's nodes and tools a long-term memory shared
+// across threads, read with StoreFrom.
+func WithStore(s store.Store) CompileOption { return func(o *compileOptions) { o.store = s } }
 
 // WithCodec encodes state for the saver with c instead of checkpoint.JSON.
 func WithCodec(c checkpoint.Codec) CompileOption { return func(o *compileOptions) { o.codec = c } }

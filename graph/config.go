@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentgraph/agentgraph/checkpoint"
+	"github.com/agentgraph/agentgraph/store"
 )
 
 // DefaultRecursionLimit is the number of supersteps a run may take when the
@@ -36,6 +37,26 @@ type configKey struct{}
 // graph (a tool, for example) can be called directly with a run config.
 func ContextWithConfig(ctx context.Context, cfg Config) context.Context {
 	return context.WithValue(ctx, configKey{}, &cfg)
+}
+
+type storeKey struct{}
+
+// ContextWithStore returns ctx carrying s, for runs of graphs compiled
+// without WithStore (a server gives its store to every graph it runs this
+// way), and for code written to run under a graph called directly.
+func ContextWithStore(ctx context.Context, s store.Store) context.Context {
+	return context.WithValue(ctx, storeKey{}, s)
+}
+
+// StoreFrom returns the store of the run ctx belongs to: the graph's
+// (WithStore), else the one the run's context carries (ContextWithStore),
+// else nil. Subgraphs share their parent's.
+func StoreFrom(ctx context.Context) store.Store {
+	if t, ok := ctx.Value(taskKey{}).(*taskCtx); ok && t.run.store != nil {
+		return t.run.store
+	}
+	s, _ := ctx.Value(storeKey{}).(store.Store)
+	return s
 }
 
 // ConfigFrom returns the run configuration ctx carries, and whether it

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentgraph/agentgraph/checkpoint"
+	"github.com/agentgraph/agentgraph/store"
 )
 
 // runShared is the part of a run that tasks reach through their context,
@@ -21,6 +22,7 @@ type runShared struct {
 	modes      Mode
 	subgraphs  bool
 	saver      checkpoint.Saver
+	store      store.Store
 	durability Durability
 	// resume holds the resume values of this run by interrupt id, for the
 	// tasks of this run and of the subgraphs they run.
@@ -235,13 +237,19 @@ func (r *runner[S]) configure(ctx context.Context, opts []RunOption) error {
 	} else {
 		r.rc.modes |= ModeInterrupt
 	}
-	r.shared = runShared{cfg: *cfg, modes: r.rc.modes, subgraphs: r.rc.subgraphs, saver: g.opts.saver, durability: r.rc.durability, emit: r.emitFromTask, emitSub: r.emitSubFromTask}
+	r.shared = runShared{cfg: *cfg, modes: r.rc.modes, subgraphs: r.rc.subgraphs, saver: g.opts.saver, store: g.opts.store, durability: r.rc.durability, emit: r.emitFromTask, emitSub: r.emitSubFromTask}
+	if r.shared.store == nil {
+		r.shared.store, _ = ctx.Value(storeKey{}).(store.Store)
+	}
 	if r.parent != nil {
 		// A subgraph run lives in its parent's task: it saves into the
 		// parent's thread under its own namespace, with the parent's saver
 		// and durability, and answers the resume values given to the parent.
 		pr := r.parent.run
 		r.shared.saver, r.shared.durability, r.shared.resume = pr.saver, pr.durability, pr.resume
+		if r.shared.store == nil {
+			r.shared.store = pr.store
+		}
 		r.rc.durability = pr.durability
 		r.shared.cfg.Namespace = r.rc.cfg.Namespace
 		switch {
