@@ -179,41 +179,86 @@ func lookPath(name string, env []string) (string, error) {
 
 const newRoot = "/tmp" // mount point of the new root's tmpfs; the host's /tmp is hidden and never bound
 
+// inRoot returns where path p of the sandbox lies while the new root is built.
+func inRoot(p string) string { return newRoot + p }
+
+// buildRoot builds the sandbox's root on a tmpfs and pivots into it: the read-only system directories,
+// /etc, the wrappers, /dev, the sandbox's home and /tmp, and a fresh /proc.
 func buildRoot(cfg *childConfig) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
-	homeFD, tmpFD := fdHome, fdTmp
-	if !cfg.MountFDs {
-		// Opened before the new root's tmpfs covers /tmp, where the host paths may lie; bound through the
-		// descriptor below, which this mount namespace owns.
-		var err error
-		if homeFD, err = unix.Open(cfg.HomeSrc, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
-			return fmt.Errorf("open home %s: %w", cfg.HomeSrc, err)
-		}
-		if tmpFD, err = unix.Open(cfg.TmpSrc, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
-			return fmt.Errorf("open /tmp %s: %w", cfg.TmpSrc, err)
-		}
+	homeFD, tmpFD, err := openSandboxDirs(cfg)
+	if err != nil {
+		return err
 	}
 	if err := unix.Mount("tmpfs", newRoot, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=16m,mode=0755"); err != nil {
 		return fmt.Errorf("mount root tmpfs: %w", err)
 	}
-	r := func(p string) string { return newRoot + p }
+	if err := bindSystem(cfg); err != nil {
+		return err
+	}
+	if err := buildEtc(cfg); err != nil {
+		return err
+	}
+	if err := writeWrappers(cfg); err != nil {
+		return err
+	}
+	if err := buildDev(inRoot("/dev"), cfg.TmpfsBytes); err != nil {
+		return err
+	}
+	if err := attach(cfg.MountFDs, homeFD, inRoot("/home/user")); err != nil {
+		return fmt.Errorf("bind home: %w", err)
+	}
+	if err := attach(cfg.MountFDs, tmpFD, inRoot("/tmp")); err != nil {
+		return fmt.Errorf("bind /tmp: %w", err)
+	}
+	if err := mountProc(); err != nil {
+		return err
+	}
+	return pivotIntoRoot()
+}
+
+// openSandboxDirs returns the descriptors of the sandbox's home and /tmp: the detached mounts the parent
+// passed, or the host directories opened by path.
+func openSandboxDirs(cfg *childConfig) (homeFD, tmpFD int, err error) {
+	if cfg.MountFDs {
+		return fdHome, fdTmp, nil
+	}
+	// Opened before the new root's tmpfs covers /tmp, where the host paths may lie; bound through the
+	// descriptor later, which this mount namespace owns.
+	if homeFD, err = unix.Open(cfg.HomeSrc, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+		return 0, 0, fmt.Errorf("open home %s: %w", cfg.HomeSrc, err)
+	}
+	if tmpFD, err = unix.Open(cfg.TmpSrc, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+		return 0, 0, fmt.Errorf("open /tmp %s: %w", cfg.TmpSrc, err)
+	}
+	return homeFD, tmpFD, nil
+}
+
+// bindSystem binds the allow-listed host directories read-only and makes the root-level symlinks.
+func bindSystem(cfg *childConfig) error {
 	for _, d := range cfg.Binds {
-		if err := bindReadOnly(d, r(d), true); err != nil {
+		if err := bindReadOnly(d, inRoot(d), true); err != nil {
 			return err
 		}
 	}
 	for name, target := range cfg.Symlinks {
-		if err := os.Symlink(target, r("/"+name)); err != nil {
+		if err := os.Symlink(target, inRoot("/"+name)); err != nil {
 			return fmt.Errorf("symlink /%s: %w", name, err)
 		}
 	}
-	if err := os.MkdirAll(r("/etc"), 0o755); err != nil {
+	return nil
+}
+
+// buildEtc makes the minimal /etc: the synthetic files, then the allow-listed host entries that exist,
+// bound read-only (symlinks copied).
+func buildEtc(cfg *childConfig) error {
+	if err := os.MkdirAll(inRoot("/etc"), 0o755); err != nil {
 		return err
 	}
 	for name, content := range cfg.EtcFiles {
-		if err := os.WriteFile(r("/etc/"+name), []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(inRoot("/etc/"+name), []byte(content), 0o644); err != nil {
 			return fmt.Errorf("write /etc/%s: %w", name, err)
 		}
 	}
@@ -225,51 +270,55 @@ func buildRoot(cfg *childConfig) error {
 		if fi.Mode()&os.ModeSymlink != 0 {
 			target, err := os.Readlink(e)
 			if err == nil {
-				err = os.Symlink(target, r(e))
+				err = os.Symlink(target, inRoot(e))
 			}
 			if err != nil {
 				return fmt.Errorf("copy symlink %s: %w", e, err)
 			}
 			continue
 		}
-		if err := bindReadOnly(e, r(e), fi.IsDir()); err != nil {
+		if err := bindReadOnly(e, inRoot(e), fi.IsDir()); err != nil {
 			return err
 		}
 	}
-	if err := os.MkdirAll(r("/opt/agentgraph/bin"), 0o755); err != nil {
+	return nil
+}
+
+// writeWrappers writes the executable scripts of /opt/agentgraph/bin.
+func writeWrappers(cfg *childConfig) error {
+	if err := os.MkdirAll(inRoot("/opt/agentgraph/bin"), 0o755); err != nil {
 		return err
 	}
 	for name, content := range cfg.Wrappers {
-		if err := os.WriteFile(r("/opt/agentgraph/bin/"+name), []byte(content), 0o755); err != nil {
+		if err := os.WriteFile(inRoot("/opt/agentgraph/bin/"+name), []byte(content), 0o755); err != nil {
 			return fmt.Errorf("write wrapper %s: %w", name, err)
 		}
 	}
-	if err := buildDev(r("/dev"), cfg.TmpfsBytes); err != nil {
+	return nil
+}
+
+// mountProc mounts a fresh /proc for the new pid namespace, hides the keyring files and makes /proc/sys
+// read-only.
+func mountProc() error {
+	if err := os.MkdirAll(inRoot("/proc"), 0o555); err != nil {
 		return err
 	}
-	if err := attach(cfg.MountFDs, homeFD, r("/home/user")); err != nil {
-		return fmt.Errorf("bind home: %w", err)
-	}
-	if err := attach(cfg.MountFDs, tmpFD, r("/tmp")); err != nil {
-		return fmt.Errorf("bind /tmp: %w", err)
-	}
-	if err := os.MkdirAll(r("/proc"), 0o555); err != nil {
-		return err
-	}
-	if err := unix.Mount("proc", r("/proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+	if err := unix.Mount("proc", inRoot("/proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
 	// Key descriptions of the user's keyrings show in /proc/keys to a process of the same user (the
 	// unprivileged case); hide them.
 	for _, f := range []string{"/proc/keys", "/proc/key-users"} {
-		if err := unix.Mount(r("/dev/null"), r(f), "", unix.MS_BIND, ""); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := unix.Mount(inRoot("/dev/null"), inRoot(f), "", unix.MS_BIND, ""); err != nil && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("mask %s: %w", f, err)
 		}
 	}
 	// /proc/sys read-only as a second wall behind the dropped capabilities.
-	if err := bindReadOnly(r("/proc/sys"), r("/proc/sys"), true); err != nil {
-		return err
-	}
+	return bindReadOnly(inRoot("/proc/sys"), inRoot("/proc/sys"), true)
+}
+
+// pivotIntoRoot makes the new root the root, detaches the old one and makes / read-only.
+func pivotIntoRoot() error {
 	if err := unix.Chdir(newRoot); err != nil {
 		return err
 	}

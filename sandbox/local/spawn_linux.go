@@ -131,6 +131,8 @@ func (s *sbx) start(ctx context.Context, command string, opts sandbox.ExecOption
 // tens of seconds, so the bound is generous.
 const setupTimeout = 5 * time.Minute
 
+// spawn starts the command in a new isolation helper: it opens the helper's mounts and pipes, has the
+// zygote start it, follows it, limits and records it, then configures it and waits until the command runs.
 func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, diskLeft int64, timeout time.Duration) error {
 	s := p.s
 	cfg := s.b.childConfig(m, p.command, env, cwd, diskLeft, timeout)
@@ -140,63 +142,96 @@ func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, dis
 	if err != nil {
 		return err
 	}
-	homeF, err := openMount(s.home(), cfg.MountFDs)
+	f, err := openHelperFiles(s, cfg.MountFDs)
 	if err != nil {
 		return err
 	}
-	defer homeF.Close()
-	tmpF, err := openMount(s.tmp(), cfg.MountFDs)
+	// The helper has its own copies; the parent keeps its ends of the setup pipes only until setup ends.
+	defer closeFiles(f.home, f.tmp, f.cfgW, f.errR)
+	st, exited, err := p.startHelper(m, f)
 	if err != nil {
 		return err
 	}
-	defer tmpF.Close()
-	cfgR, cfgW, err := os.Pipe()
-	if err != nil {
-		return err
+	p.follow(st, exited, f.outR, f.errOutR)
+	if err := p.limitAndRecord(m); err != nil {
+		return p.abandon(err)
 	}
-	defer cfgW.Close()
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		cfgR.Close()
-		return err
+	if err := p.configure(ctx, f.cfgW, f.errR, raw); err != nil {
+		p.removeRecord()
+		return p.abandon(err)
 	}
-	defer errR.Close()
+	return nil
+}
+
+// helperFiles are the descriptors a helper starts with and the parent's ends of its pipes.
+type helperFiles struct {
+	home, tmp        *os.File // the sandbox's home and /tmp (see openMount)
+	cfgR, cfgW       *os.File // the helper's config, from the parent
+	errR, errW       *os.File // why setup failed; EOF alone means the final execve succeeded
+	outR, outW       *os.File // the command's stdout
+	errOutR, errOutW *os.File // the command's stderr
+}
+
+// openHelperFiles opens the mounts and pipes of one helper. On failure it closes what it opened.
+func openHelperFiles(s *sbx, clone bool) (*helperFiles, error) {
+	f := &helperFiles{}
+	opened := func() []*os.File {
+		return []*os.File{f.home, f.tmp, f.cfgR, f.cfgW, f.errR, f.errW, f.outR, f.outW, f.errOutR, f.errOutW}
+	}
+	var err error
+	if f.home, err = openMount(s.home(), clone); err != nil {
+		return nil, err
+	}
+	if f.tmp, err = openMount(s.tmp(), clone); err != nil {
+		closeFiles(opened()...)
+		return nil, err
+	}
+	for _, pipe := range []struct{ r, w **os.File }{{&f.cfgR, &f.cfgW}, {&f.errR, &f.errW}, {&f.outR, &f.outW}, {&f.errOutR, &f.errOutW}} {
+		if *pipe.r, *pipe.w, err = os.Pipe(); err != nil {
+			closeFiles(opened()...)
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// closeFiles closes every file that is not nil.
+func closeFiles(files ...*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// startHelper has the zygote start the helper in new namespaces with the helper's ends of f, which the parent
+// then closes. On failure it closes the output pipes too.
+func (p *proc) startHelper(m *meta, f *helperFiles) (zstart, <-chan syscall.WaitStatus, error) {
 	cloneflags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
 		syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS)
 	if !m.HostNetwork {
 		cloneflags |= syscall.CLONE_NEWNET
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		cfgR.Close()
-		errW.Close()
-		return err
-	}
-	errOutR, errOutW, err := os.Pipe()
-	if err != nil {
-		cfgR.Close()
-		errW.Close()
-		outR.Close()
-		outW.Close()
-		return err
-	}
-	z, err := s.b.zygote()
+	z, err := p.s.b.zygote()
 	var st zstart
 	var exited <-chan syscall.WaitStatus
 	if err == nil {
+		// In the order of the helper's descriptors: stdout, stderr, fdConfig, fdErr, fdHome, fdTmp.
 		st, exited = z.spawn(zmsg{Cloneflags: cloneflags, HostUID: m.HostUID, HostGID: hostGID(m.HostUID)},
-			[]*os.File{outW, errOutW, cfgR, errW, homeF, tmpF})
+			[]*os.File{f.outW, f.errOutW, f.cfgR, f.errW, f.home, f.tmp})
 		err = st.err
 	}
-	cfgR.Close()
-	errW.Close()
-	outW.Close()
-	errOutW.Close()
+	closeFiles(f.cfgR, f.errW, f.outW, f.errOutW)
 	if err != nil {
-		outR.Close()
-		errOutR.Close()
-		return fmt.Errorf("%w: start the isolation helper: %v (does this kernel allow user namespaces?)", sandbox.ErrUnsupported, err)
+		closeFiles(f.outR, f.errOutR)
+		return zstart{}, nil, fmt.Errorf("%w: start the isolation helper: %v (does this kernel allow user namespaces?)", sandbox.ErrUnsupported, err)
 	}
+	return st, exited, nil
+}
+
+// follow takes charge of a started helper: it copies the command's output into p's buffers (closing outR
+// and errOutR when drained) and sets how p signals the helper and waits for it.
+func (p *proc) follow(st zstart, exited <-chan syscall.WaitStatus, outR, errOutR *os.File) {
 	p.started = time.Now()
 	p.pid = st.pid
 	var copying sync.WaitGroup
@@ -222,14 +257,22 @@ func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, dis
 		pidfdMu.Unlock()
 		return ws
 	}
-	fail := func(e error) error {
-		p.kill()
-		p.await()
-		return e
-	}
+}
+
+// abandon kills a helper that failed to start its command, waits for it and returns err.
+func (p *proc) abandon(err error) error {
+	p.kill()
+	p.await()
+	return err
+}
+
+// limitAndRecord puts the waiting helper into the sandbox's cgroups, when they are used, and records it in
+// the sandbox's run directory, so that Stop and Reap find it from any process.
+func (p *proc) limitAndRecord(m *meta) error {
+	s := p.s
 	if s.b.cfg.cgroups {
 		if err := joinCgroups(s.id, m.Limits, p.pid); err != nil {
-			return fail(fmt.Errorf("limit %s with cgroups: %w (or use local.WithoutCgroups)", s.id, err))
+			return fmt.Errorf("limit %s with cgroups: %w (or use local.WithoutCgroups)", s.id, err)
 		}
 	}
 	rec, err := runRecord(p.pid)
@@ -237,12 +280,18 @@ func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, dis
 		err = os.WriteFile(filepath.Join(s.runDir(), rec), nil, 0o600)
 	}
 	if err != nil {
-		return fail(fmt.Errorf("record command of %s: %w", s.id, err))
+		return fmt.Errorf("record command of %s: %w", s.id, err)
 	}
 	p.record = rec
+	return nil
+}
+
+// configure sends the helper its config, which lets it go on, and waits until it has exec'd the command
+// or failed. Setup is bounded by setupTimeout and by ctx; past either, the helper is killed.
+func (p *proc) configure(ctx context.Context, cfgW, errR *os.File, raw []byte) error {
+	s := p.s
 	if _, err := cfgW.Write(raw); err != nil {
-		p.removeRecord()
-		return fail(fmt.Errorf("configure the isolation helper: %w", err))
+		return fmt.Errorf("configure the isolation helper: %w", err)
 	}
 	cfgW.Close()
 	setupDone := make(chan struct{})
@@ -263,14 +312,12 @@ func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, dis
 	close(setupDone)
 	switch {
 	case len(msg) > 0:
-		p.removeRecord()
-		return fail(fmt.Errorf("%w: setting up %s failed: %s", sandbox.ErrUnsupported, s.id, msg))
+		return fmt.Errorf("%w: setting up %s failed: %s", sandbox.ErrUnsupported, s.id, msg)
 	case setupKilled.Load():
-		p.removeRecord()
 		if err := ctx.Err(); err != nil {
-			return fail(fmt.Errorf("exec in %s: %w", s.id, err))
+			return fmt.Errorf("exec in %s: %w", s.id, err)
 		}
-		return fail(fmt.Errorf("%w: setting up %s took over %v", sandbox.ErrUnsupported, s.id, setupTimeout))
+		return fmt.Errorf("%w: setting up %s took over %v", sandbox.ErrUnsupported, s.id, setupTimeout)
 	}
 	return nil
 }
