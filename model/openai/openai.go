@@ -202,7 +202,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.C
 			return
 		}
 		defer resp.Body.Close()
-		br := bufio.NewReaderSize(resp.Body, 64<<10)
+		br := bufio.NewReader(resp.Body) // longer lines are joined by readLine
 		if err := checkEventStream(resp, br); err != nil {
 			yield(model.Chunk{}, err)
 			return

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/agentgraph/agentgraph/model"
@@ -254,5 +255,15 @@ func TestStreamEventSyntax(t *testing.T) {
 	got, err := model.Collect(s.model(t).Stream(context.Background(), model.Request{Messages: []model.Message{model.User("hi")}}))
 	if err != nil || got.Message.Content != "a\nb" || got.FinishReason != "stop" {
 		t.Fatalf("%+v, %v", got, err)
+	}
+}
+
+// An event longer than the reader's buffer arrives whole.
+func TestStreamLongEvent(t *testing.T) {
+	long := strings.Repeat("x", 200_000)
+	s := newServer(t, sse(frame(`{"content":"`+long+`"}`, "stop")))
+	got, err := model.Collect(s.model(t).Stream(context.Background(), model.Request{Messages: []model.Message{model.User("hi")}}))
+	if err != nil || got.Message.Content != long {
+		t.Fatalf("content of %d bytes, %v", len(got.Message.Content), err)
 	}
 }
