@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+
 	"github.com/agentgraph/agentgraph/model"
 	"github.com/agentgraph/agentgraph/model/anthropic"
 	"github.com/agentgraph/agentgraph/model/modeltest"
@@ -183,6 +185,10 @@ func TestErrors(t *testing.T) {
 		want := "anthropic: HTTP 400 (invalid_request_error): messages.1: roles must alternate [request req_test]"
 		if !errors.As(err, &apiErr) || err.Error() != want || apiErr.Temporary() || !errors.Is(err, model.ErrRejected) || len(s.received()) != 1 {
 			t.Fatalf("got  %v\nwant %s", err, want)
+		}
+		var sdkErr *sdk.Error
+		if !errors.As(err, &sdkErr) || sdkErr.StatusCode != 400 || m.Name() != "claude-test" {
+			t.Fatalf("the SDK's error under it: %v; name %q", sdkErr, m.Name())
 		}
 	})
 	t.Run("overloaded after retries", func(t *testing.T) {
