@@ -2,7 +2,9 @@ package graph_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -254,5 +256,40 @@ func TestMessagesModeYieldsStateMessages(t *testing.T) {
 	want := []string{"model:tok", "tool:tool result 1", "tool:tool result 2"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("messages %q, want %q", got, want)
+	}
+}
+
+func TestDecodeUpdateAndEncodeState(t *testing.T) {
+	b := newG()
+	b.AddNode("a", logNode("a")).AddEdge(graph.START, "a")
+	g := mustCompile(t, b)
+	u, err := g.DecodeUpdate(map[string]json.RawMessage{"log": json.RawMessage(`["x","y"]`), "count": json.RawMessage(`3`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Invoke(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := g.EncodeState(res.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(enc["log"]) != `["x","y","a"]` || string(enc["count"]) != `3` || string(enc["name"]) != `""` {
+		t.Fatalf("encoded %s", enc)
+	}
+	if _, err := g.DecodeUpdate(map[string]json.RawMessage{"nope": json.RawMessage(`1`)}); err == nil || !strings.Contains(err.Error(), `no key "nope"`) {
+		t.Fatalf("unknown key: %v", err)
+	}
+	if _, err := g.DecodeUpdate(map[string]json.RawMessage{"count": json.RawMessage(`"three"`)}); err == nil || !strings.Contains(err.Error(), `key "count"`) {
+		t.Fatalf("bad value: %v", err)
+	}
+	keys := g.Keys()
+	if len(keys) != 4 || keys[0].Name != "log" || keys[0].LastValue || !keys[1].LastValue || keys[1].Type.Kind() != reflect.Int {
+		t.Fatalf("keys %+v", keys)
+	}
+	d := g.Drawing()
+	if !slices.Equal(d.Nodes, []string{graph.START, "a", graph.END}) || len(d.Edges) != 1 || d.Edges[0] != (graph.Edge{From: graph.START, To: "a"}) {
+		t.Fatalf("drawing %+v", d)
 	}
 }
