@@ -348,190 +348,200 @@ var (
 // to encoding/json: interfaces, arrays, []byte, embedded structs, ",string"
 // fields, and types that decode themselves.
 func assignerFor(t reflect.Type) assigner {
-	if t.Implements(jsonUnmarshalerType) || t.Implements(textUnmarshalerType) ||
-		reflect.PointerTo(t).Implements(jsonUnmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+	if decodesItself(t) {
 		return nil
 	}
 	switch t.Kind() {
 	case reflect.String:
-		return func(x any, v reflect.Value) bool {
-			switch x := x.(type) {
-			case string:
-				v.SetString(x)
-				return true
-			case nil:
-				return true
-			}
-			return false
-		}
+		return assignString
 	case reflect.Bool:
-		return func(x any, v reflect.Value) bool {
-			switch x := x.(type) {
-			case bool:
-				v.SetBool(x)
-				return true
-			case nil:
-				return true
-			}
-			return false
-		}
+		return assignBool
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return func(x any, v reflect.Value) bool {
-			if x == nil {
-				return true
-			}
-			n, ok := x.(json.Number)
-			if !ok {
-				return false
-			}
-			i, err := strconv.ParseInt(string(n), 10, 64)
-			if err != nil || v.OverflowInt(i) {
-				return false
-			}
-			v.SetInt(i)
-			return true
-		}
+		return assignInt
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return func(x any, v reflect.Value) bool {
-			if x == nil {
-				return true
-			}
-			n, ok := x.(json.Number)
-			if !ok {
-				return false
-			}
-			u, err := strconv.ParseUint(string(n), 10, 64)
-			if err != nil || v.OverflowUint(u) {
-				return false
-			}
-			v.SetUint(u)
-			return true
-		}
+		return assignUint
 	case reflect.Float32, reflect.Float64:
-		bits := t.Bits()
-		return func(x any, v reflect.Value) bool {
-			if x == nil {
-				return true
-			}
-			n, ok := x.(json.Number)
-			if !ok {
-				return false
-			}
-			f, err := strconv.ParseFloat(string(n), bits)
-			if err != nil || v.OverflowFloat(f) {
-				return false
-			}
-			v.SetFloat(f)
-			return true
-		}
+		return floatAssigner(t.Bits())
 	case reflect.Pointer:
-		elem := assignerFor(t.Elem())
-		if elem == nil {
-			return nil
-		}
-		return func(x any, v reflect.Value) bool {
-			if x == nil {
-				v.SetZero()
-				return true
-			}
-			if v.IsNil() {
-				v.Set(reflect.New(t.Elem()))
-			}
-			return elem(x, v.Elem())
-		}
+		return pointerAssigner(t)
 	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return nil // base64 text
-		}
-		elem := assignerFor(t.Elem())
-		if elem == nil {
-			return nil
-		}
-		return func(x any, v reflect.Value) bool {
-			switch x := x.(type) {
-			case nil:
-				v.SetZero()
-				return true
-			case []any:
-				s := reflect.MakeSlice(t, len(x), len(x))
-				for i, e := range x {
-					if !elem(e, s.Index(i)) {
-						return false
-					}
-				}
-				v.Set(s)
-				return true
-			}
-			return false
-		}
+		return sliceAssigner(t)
 	case reflect.Map:
-		if t.Key().Kind() != reflect.String || t.Key().Implements(textUnmarshalerType) {
-			return nil
-		}
-		elem := assignerFor(t.Elem())
-		if elem == nil {
-			return nil
-		}
-		return func(x any, v reflect.Value) bool {
-			switch x := x.(type) {
-			case nil:
-				v.SetZero()
-				return true
-			case map[string]any:
-				m := reflect.MakeMapWithSize(t, len(x))
-				for k, e := range x {
-					ev := reflect.New(t.Elem()).Elem()
-					if !elem(e, ev) {
-						return false
-					}
-					m.SetMapIndex(reflect.ValueOf(k).Convert(t.Key()), ev)
-				}
-				v.Set(m)
-				return true
-			}
-			return false
-		}
+		return mapAssigner(t)
 	case reflect.Struct:
 		return structAssigner(t)
 	}
 	return nil
 }
 
-func structAssigner(t reflect.Type) assigner {
-	type field struct {
-		index  int
-		assign assigner
+// decodesItself reports whether t or *t has its own JSON or text decoding,
+// which encoding/json would call.
+func decodesItself(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	return t.Implements(jsonUnmarshalerType) || t.Implements(textUnmarshalerType) ||
+		p.Implements(jsonUnmarshalerType) || p.Implements(textUnmarshalerType)
+}
+
+// The scalar assigners leave v as it is for a JSON null, as encoding/json
+// does.
+
+func assignString(x any, v reflect.Value) bool {
+	switch x := x.(type) {
+	case string:
+		v.SetString(x)
+		return true
+	case nil:
+		return true
 	}
-	fields := map[string]field{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if f.Anonymous {
-			return nil // promoted fields follow encoding/json's dominance rules
+	return false
+}
+
+func assignBool(x any, v reflect.Value) bool {
+	switch x := x.(type) {
+	case bool:
+		v.SetBool(x)
+		return true
+	case nil:
+		return true
+	}
+	return false
+}
+
+func assignInt(x any, v reflect.Value) bool {
+	if x == nil {
+		return true
+	}
+	n, ok := x.(json.Number)
+	if !ok {
+		return false
+	}
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil || v.OverflowInt(i) {
+		return false
+	}
+	v.SetInt(i)
+	return true
+}
+
+func assignUint(x any, v reflect.Value) bool {
+	if x == nil {
+		return true
+	}
+	n, ok := x.(json.Number)
+	if !ok {
+		return false
+	}
+	u, err := strconv.ParseUint(string(n), 10, 64)
+	if err != nil || v.OverflowUint(u) {
+		return false
+	}
+	v.SetUint(u)
+	return true
+}
+
+func floatAssigner(bits int) assigner {
+	return func(x any, v reflect.Value) bool {
+		if x == nil {
+			return true
 		}
-		if !f.IsExported() {
-			continue
+		n, ok := x.(json.Number)
+		if !ok {
+			return false
 		}
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
+		f, err := strconv.ParseFloat(string(n), bits)
+		if err != nil || v.OverflowFloat(f) {
+			return false
 		}
-		name, opts, _ := strings.Cut(tag, ",")
-		if strings.Contains(","+opts+",", ",string,") {
-			return nil
+		v.SetFloat(f)
+		return true
+	}
+}
+
+// The composite assigners set v to its zero value for a JSON null.
+
+func pointerAssigner(t reflect.Type) assigner {
+	elem := assignerFor(t.Elem())
+	if elem == nil {
+		return nil
+	}
+	return func(x any, v reflect.Value) bool {
+		if x == nil {
+			v.SetZero()
+			return true
 		}
-		if name == "" {
-			name = f.Name
-		} else if !plainTagName(name) {
-			return nil // encoding/json would fall back to the Go name
+		if v.IsNil() {
+			v.Set(reflect.New(t.Elem()))
 		}
-		a := assignerFor(f.Type)
-		if a == nil {
-			return nil
+		return elem(x, v.Elem())
+	}
+}
+
+func sliceAssigner(t reflect.Type) assigner {
+	if t.Elem().Kind() == reflect.Uint8 {
+		return nil // base64 text
+	}
+	elem := assignerFor(t.Elem())
+	if elem == nil {
+		return nil
+	}
+	return func(x any, v reflect.Value) bool {
+		switch x := x.(type) {
+		case nil:
+			v.SetZero()
+			return true
+		case []any:
+			s := reflect.MakeSlice(t, len(x), len(x))
+			for i, e := range x {
+				if !elem(e, s.Index(i)) {
+					return false
+				}
+			}
+			v.Set(s)
+			return true
 		}
-		if _, dup := fields[name]; dup {
-			return nil
+		return false
+	}
+}
+
+func mapAssigner(t reflect.Type) assigner {
+	if t.Key().Kind() != reflect.String || t.Key().Implements(textUnmarshalerType) {
+		return nil
+	}
+	elem := assignerFor(t.Elem())
+	if elem == nil {
+		return nil
+	}
+	return func(x any, v reflect.Value) bool {
+		switch x := x.(type) {
+		case nil:
+			v.SetZero()
+			return true
+		case map[string]any:
+			m := reflect.MakeMapWithSize(t, len(x))
+			for k, e := range x {
+				ev := reflect.New(t.Elem()).Elem()
+				if !elem(e, ev) {
+					return false
+				}
+				m.SetMapIndex(reflect.ValueOf(k).Convert(t.Key()), ev)
+			}
+			v.Set(m)
+			return true
 		}
-		fields[name] = field{i, a}
+		return false
+	}
+}
+
+// structField is where a JSON key goes in a struct, and how.
+type structField struct {
+	index  int
+	assign assigner
+}
+
+func structAssigner(t reflect.Type) assigner {
+	fields, ok := structFields(t)
+	if !ok {
+		return nil
 	}
 	return func(x any, v reflect.Value) bool {
 		switch x := x.(type) {
@@ -551,6 +561,45 @@ func structAssigner(t reflect.Type) assigner {
 		}
 		return false
 	}
+}
+
+// structFields maps the JSON names of t's fields to the fields, or reports
+// false when encoding/json's rules for t go beyond exact names: embedded
+// structs, ",string" options, tag names it would not take, duplicates, and
+// fields that have no assigner.
+func structFields(t reflect.Type) (map[string]structField, bool) {
+	fields := map[string]structField{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			return nil, false // promoted fields follow encoding/json's dominance rules
+		}
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if strings.Contains(","+opts+",", ",string,") {
+			return nil, false
+		}
+		if name == "" {
+			name = f.Name
+		} else if !plainTagName(name) {
+			return nil, false // encoding/json would fall back to the Go name
+		}
+		a := assignerFor(f.Type)
+		if a == nil {
+			return nil, false
+		}
+		if _, dup := fields[name]; dup {
+			return nil, false
+		}
+		fields[name] = structField{i, a}
+	}
+	return fields, true
 }
 
 // plainTagName reports whether encoding/json takes name from a json tag as
