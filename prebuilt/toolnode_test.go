@@ -100,7 +100,7 @@ type someArgs struct {
 }
 
 var (
-	errTest = errors.New("Test error")
+	errTest = errors.New("test error")
 	tool1   = MustTool("tool1", "Tool 1.", func(_ context.Context, a someArgs) (string, error) {
 		if a.SomeVal == 0 {
 			return "", errTest
@@ -216,7 +216,7 @@ func TestToolNodeToolErrorFailsRun(t *testing.T) {
 	if !errors.As(err, &te) || te.Tool != "tool1" || te.CallID != "some id" || !errors.Is(err, errTest) {
 		t.Fatalf("err = %v, want the *ToolError of call %q", err, "some id")
 	}
-	if want := `prebuilt: tool "tool1" (call some id) failed: Test error`; te.Error() != want {
+	if want := `prebuilt: tool "tool1" (call some id) failed: test error`; te.Error() != want {
 		t.Fatalf("ToolError says %q, want %q", te.Error(), want)
 	}
 	panics := MustTool("panics", "", func(context.Context, struct{}) (string, error) { panic("boom") })
@@ -239,8 +239,8 @@ func TestToolNodeToolErrorsToModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantToolMessage(t, msgs[0], "some id", "tool1", model.StatusError, "Error: Test error\n Please fix your mistakes.")
-	wantToolMessage(t, msgs[1], "some other id", "tool2", model.StatusError, "Error: Test error\n Please fix your mistakes.")
+	wantToolMessage(t, msgs[0], "some id", "tool1", model.StatusError, "Error: test error\n Please fix your mistakes.")
+	wantToolMessage(t, msgs[1], "some other id", "tool2", model.StatusError, "Error: test error\n Please fix your mistakes.")
 	if msgs[2].Status != model.StatusError || msgs[2].ToolCallID != "another id" || !strings.Contains(msgs[2].Content, "some_other_val") {
 		t.Fatalf("invalid arguments: %+v", msgs[2])
 	}
