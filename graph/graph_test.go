@@ -384,7 +384,7 @@ func TestConfigReachesDeepCalls(t *testing.T) {
 	b := newG()
 	b.AddNodeFunc("a", func(ctx context.Context, s St) (graph.Update[St], error) {
 		got, _ = graph.ConfigFrom(ctx)
-		return graph.Updates(Name.Set(deep(context.WithValue(ctx, struct{}{}, 1)))), nil
+		return graph.Updates(Name.Set(deep(context.WithValue(ctx, deepKey{}, 1)))), nil
 	})
 	b.AddEdge(graph.START, "a")
 	res, err := mustCompile(t, b).Invoke(context.Background(), graph.Updates[St](), graph.WithThread("t-1"), graph.WithValue("user", "u9"))
@@ -502,3 +502,6 @@ func TestCodecCheckAtCompile(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// deepKey is a context key of the tests.
+type deepKey struct{}

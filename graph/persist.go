@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentgraph/agentgraph/checkpoint"
@@ -75,6 +76,11 @@ type persister[S any] struct {
 
 	queue chan func() error
 	wg    sync.WaitGroup
+	// saveCtx is what saver calls get (see saveGrace).
+	saveCtx    context.Context
+	saveCancel context.CancelFunc
+	stopGrace  func() bool
+	grace      atomic.Pointer[time.Timer]
 	errMu sync.Mutex
 	err   error
 	ok    bool // the run's state matches what is stored
@@ -94,10 +100,11 @@ type loadedState[S any] struct {
 	tuple *checkpoint.Tuple
 }
 
-// saveTimeout bounds one saver call. Saves run on a context that keeps the
-// run's values but not its cancellation, so that a cancelled run still
-// stores what it finished.
-const saveTimeout = time.Minute
+// saveGrace bounds how long saves may go on once the run's context is
+// done. Saves run on a context that keeps the run's values but not its
+// cancellation, so that a cancelled run still stores what it finished, and
+// that context ends saveGrace after the run's.
+const saveGrace = time.Minute
 
 func newPersister[S any](g *Graph[S], r *runner[S]) *persister[S] {
 	rc := &r.rc
@@ -107,6 +114,10 @@ func newPersister[S any](g *Graph[S], r *runner[S]) *persister[S] {
 		cfg: checkpoint.Config{ThreadID: rc.cfg.ThreadID, Namespace: rc.cfg.Namespace, CheckpointID: rc.cfg.CheckpointID},
 	}
 	p.resetDiff()
+	p.saveCtx, p.saveCancel = context.WithCancel(context.WithoutCancel(r.ctx))
+	p.stopGrace = context.AfterFunc(r.ctx, func() {
+		p.grace.Store(time.AfterFunc(saveGrace, p.saveCancel))
+	})
 	if p.durability == DurabilityAsync {
 		q := make(chan func() error, 64)
 		p.queue = q
@@ -147,27 +158,31 @@ func (p *persister[S]) failed() bool {
 
 // do runs a saver operation now, or queues it behind the earlier ones.
 func (p *persister[S]) do(op func(ctx context.Context) error) error {
-	run := func() (err error) {
-		defer func() {
-			if v := recover(); v != nil {
-				err = fmt.Errorf("the saver or codec panicked: %v\n%s", v, debug.Stack())
-			}
-		}()
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(p.r.ctx), saveTimeout)
-		defer cancel()
-		return op(ctx)
-	}
 	if p.queue != nil {
-		p.queue <- run
+		p.queue <- func() error { return p.call(op) }
 		return nil
 	}
-	return p.saveError(run())
+	return p.saveError(p.call(op))
+}
+
+// call runs a saver operation; a panic in the saver or the codec becomes
+// its error.
+func (p *persister[S]) call(op func(ctx context.Context) error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("the saver or codec panicked: %v\n%s", v, debug.Stack())
+		}
+	}()
+	return op(p.saveCtx)
 }
 
 // saveError names the thread in a saver's error, once.
 func (p *persister[S]) saveError(err error) error {
+	if err == nil {
+		return nil
+	}
 	var se *saveError
-	if err == nil || errors.As(err, &se) {
+	if errors.As(err, &se) {
 		return err
 	}
 	return &saveError{thread: p.cfg.ThreadID, err: err}
@@ -189,6 +204,14 @@ func (p *persister[S]) close() {
 		close(p.queue)
 		p.queue = nil
 		p.wg.Wait()
+	}
+	if p.saveCancel != nil {
+		p.stopGrace()
+		if t := p.grace.Load(); t != nil {
+			t.Stop()
+		}
+		p.saveCancel()
+		p.saveCancel = nil
 	}
 }
 
@@ -717,7 +740,7 @@ func (p *persister[S]) taskWrites(t *task[S]) ([]checkpoint.PendingWrite, error)
 	}
 	ws = append(ws, checkpoint.PendingWrite{TaskID: t.cx.tc.taskID(), Index: len(t.upd.writes), Channel: routeChannel, Value: b})
 	for j, s := range t.sends {
-		b, err := p.codec.Marshal(sendRecord[S]{Node: s.Node, State: s.State})
+		b, err := p.codec.Marshal(sendRecord[S](s))
 		if err != nil {
 			return nil, err
 		}
@@ -892,7 +915,7 @@ func (r *runner[S]) restoreTasks(st *loadedState[S]) ([]*task[S], error) {
 			if err := p.codec.Unmarshal(w.Value, &s); err != nil {
 				return nil, err
 			}
-			t.sends = append(t.sends, Send[S]{Node: s.Node, State: s.State})
+			t.sends = append(t.sends, Send[S](s))
 		default:
 			name, over := strings.CutPrefix(w.Channel, overwritePrefix)
 			ki, ok := g.keyByName[name]

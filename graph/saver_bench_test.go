@@ -114,11 +114,10 @@ func BenchmarkResumeColdThread(b *testing.B) {
 			if _, err := g.Invoke(ctx, graph.Updates(Log.Add("go")), graph.WithThread("t"), graph.WithDurability(graph.DurabilitySync)); err != nil {
 				b.Fatal(err)
 			}
-			fresh := mustCompile(b, chatLoop(1000), graph.WithSaver(saver))
 			b.ReportAllocs()
 			for b.Loop() {
 				// A new compiled graph each time has no cache.
-				fresh = mustCompile(b, chatLoop(1000), graph.WithSaver(saver))
+				fresh := mustCompile(b, chatLoop(1000), graph.WithSaver(saver))
 				snap, err := fresh.GetState(ctx, graph.WithThread("t"))
 				if err != nil || len(snap.Values.Log) != 2000 {
 					b.Fatal(err, len(snap.Values.Log))
