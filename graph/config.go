@@ -33,7 +33,7 @@ type Config struct {
 
 type configKey struct{}
 
-// WithConfig returns ctx carrying cfg, so that code written to run under a
+// ContextWithConfig returns ctx carrying cfg, so that code written to run under a
 // graph (a tool, for example) can be called directly with a run config.
 func ContextWithConfig(ctx context.Context, cfg Config) context.Context {
 	return context.WithValue(ctx, configKey{}, &cfg)

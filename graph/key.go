@@ -95,6 +95,10 @@ func (k *Key[S, T]) Name() string { return k.name }
 // Get reads the key's value from s.
 func (k *Key[S, T]) Get(s *S) T { return *k.ptr(s) }
 
+// Put sets the key's value in s, bypassing the reducer: for building a
+// state value outside a run, such as a Send's input.
+func (k *Key[S, T]) Put(s *S, v T) { *k.ptr(s) = v }
+
 // Set writes v to the key. For a LastValue key the key takes v; otherwise v is
 // folded in by the key's reducer. Setting the zero value is a write like any
 // other: presence is explicit.

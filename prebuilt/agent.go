@@ -132,38 +132,149 @@ func NewReactAgent(m model.ChatModel, tools []*Tool, opts ...AgentOption) (*grap
 	for _, o := range opts {
 		o.applyAgent(&c)
 	}
-	agent, err := newModelNode(m, Messages, tools, c.model)
+	b, err := agentGraph(m, Messages, tools, c, nil)
 	if err != nil {
 		return nil, err
 	}
-	toolNode, err := newToolNode(Messages, tools, c.tools)
+	return b.Compile(c.compile...)
+}
+
+// ResponseState is the state of an agent that ends with a typed answer: the
+// conversation, and the answer decoded from the model's last reply.
+type ResponseState[T any] struct {
+	Messages []model.Message `json:"messages"`
+	// Response is set when the run ends: the model's final answer as a T.
+	Response *T `json:"structured_response,omitempty"`
+}
+
+// NewReactAgentWithResponse returns a ReAct agent that, once the model
+// answers without tool calls, asks it once more for the answer as a T, held
+// to T's JSON schema (response_format json_schema, strict where T allows),
+// and puts it in ResponseState.Response, as LangGraph's create_react_agent
+// does with response_format. The schema comes from T as tools' schemas do.
+// An answer that does not fit the schema is sent back to the model once with
+// what was wrong; a second misfit fails the run with an error that
+// errors.Is model.ErrInvalidOutput. name names the format for the model.
+//
+// The agent's keys are built for it: write the input with its Messages key.
+func NewReactAgentWithResponse[T any](m model.ChatModel, tools []*Tool, name string, opts ...AgentOption) (*ResponseAgent[T], error) {
+	var c agentConfig
+	for _, o := range opts {
+		o.applyAgent(&c)
+	}
+	out, err := model.NewOutput[T](name, "")
+	if err != nil {
+		return nil, fmt.Errorf("prebuilt: %w", err)
+	}
+	msgs := graph.SliceField("messages", func(s *ResponseState[T]) *[]model.Message { return &s.Messages }, AddMessages).AsMessages()
+	resp := graph.Field("structured_response", func(s *ResponseState[T]) **T { return &s.Response }, graph.LastValue[*T]())
+	respond := &respondNode[T]{model: m, messages: msgs, response: resp, out: out, system: c.model.systemPrompt}
+	b, err := agentGraph(m, msgs, tools, c, respond, resp)
 	if err != nil {
 		return nil, err
 	}
-	return graph.New(Messages).
+	g, err := b.Compile(c.compile...)
+	if err != nil {
+		return nil, err
+	}
+	return &ResponseAgent[T]{Graph: g, Messages: msgs, Response: resp}, nil
+}
+
+// ResponseAgent is a compiled agent with a typed answer, with the keys of
+// its state.
+type ResponseAgent[T any] struct {
+	*graph.Graph[ResponseState[T]]
+	// Messages is the conversation's key ("messages"), reduced by
+	// AddMessages.
+	Messages graph.SliceKey[ResponseState[T], model.Message]
+	// Response is the typed answer's key ("structured_response").
+	Response *graph.Key[ResponseState[T], *T]
+}
+
+// RespondNode is the node of NewReactAgentWithResponse that asks the model
+// for the typed answer.
+const RespondNode = "generate_structured_response"
+
+// agentGraph builds the ReAct loop over a state whose conversation is held
+// by msgs. With respond, an answer without tool calls goes to respond
+// (RespondNode) instead of ending the run.
+func agentGraph[S any](m model.ChatModel, msgs graph.SliceKey[S, model.Message], tools []*Tool, c agentConfig, respond graph.Node[S], more ...graph.AnyKey[S]) (*graph.StateGraph[S], error) {
+	agent, err := newModelNode(m, msgs, tools, c.model)
+	if err != nil {
+		return nil, err
+	}
+	toolNode, err := newToolNode(msgs, tools, c.tools)
+	if err != nil {
+		return nil, err
+	}
+	done := graph.END
+	if respond != nil {
+		done = RespondNode
+	}
+	b := graph.New(append([]graph.AnyKey[S]{msgs}, more...)...).
 		AddNode(AgentNode, agent).
 		AddNode(ToolsNode, toolNode).
 		AddEdge(graph.START, AgentNode).
-		AddConditionalEdges(AgentNode, sendToolCalls, ToolsBranch()).
-		AddEdge(ToolsNode, AgentNode).
-		Compile(c.compile...)
+		AddConditionalEdges(AgentNode, sendToolCalls(msgs, done), graph.BranchConfig{Name: "tools_condition", Paths: []string{ToolsNode, done}}).
+		AddEdge(ToolsNode, AgentNode)
+	if respond != nil {
+		b.AddNode(RespondNode, respond).AddEdge(RespondNode, graph.END)
+	}
+	return b, nil
 }
 
 // sendToolCalls routes each tool call of the last message to ToolsNode as a
 // Send of its own, whose state holds the assistant message cut down to that
-// call, and ends the run when the last message asks for none. The Send
+// call, and goes to done when the last message asks for none. The Send
 // carries only that message, not the conversation, so that a saver does not
 // store the conversation once more per call.
-func sendToolCalls(_ context.Context, s MessagesState) (graph.Route[MessagesState], error) {
-	if len(s.Messages) == 0 || !s.Messages[len(s.Messages)-1].HasToolCalls() {
-		return graph.To[MessagesState](graph.END), nil
+func sendToolCalls[S any](msgs graph.SliceKey[S, model.Message], done string) graph.Router[S] {
+	return func(_ context.Context, s S) (graph.Route[S], error) {
+		conv := msgs.Get(&s)
+		if len(conv) == 0 || !conv[len(conv)-1].HasToolCalls() {
+			return graph.To[S](done), nil
+		}
+		last := conv[len(conv)-1]
+		sends := make([]graph.Send[S], len(last.ToolCalls))
+		for i := range last.ToolCalls {
+			one := last
+			one.ToolCalls = last.ToolCalls[i : i+1 : i+1]
+			var in S
+			msgs.Put(&in, []model.Message{one})
+			sends[i] = graph.SendTo(ToolsNode, in)
+		}
+		return graph.Route[S]{Sends: sends}, nil
 	}
-	last := s.Messages[len(s.Messages)-1]
-	sends := make([]graph.Send[MessagesState], len(last.ToolCalls))
-	for i := range last.ToolCalls {
-		one := last
-		one.ToolCalls = last.ToolCalls[i : i+1 : i+1]
-		sends[i] = graph.SendTo(ToolsNode, MessagesState{Messages: []model.Message{one}})
+}
+
+// respondNode asks the model for the conversation's answer as a T.
+type respondNode[T any] struct {
+	model    model.ChatModel
+	messages graph.SliceKey[ResponseState[T], model.Message]
+	response *graph.Key[ResponseState[T], *T]
+	out      *model.Output[T]
+	system   string
+}
+
+func (n *respondNode[T]) Run(ctx context.Context, s ResponseState[T]) (graph.Update[ResponseState[T]], error) {
+	var zero graph.Update[ResponseState[T]]
+	msgs := n.messages.Get(&s)
+	if n.system != "" {
+		msgs = append([]model.Message{model.System(n.system)}, msgs...)
 	}
-	return graph.Route[MessagesState]{Sends: sends}, nil
+	for attempt := 0; ; attempt++ {
+		resp, err := n.model.Generate(ctx, model.Request{Messages: msgs, ResponseFormat: n.out.Format()})
+		if err != nil {
+			return zero, fmt.Errorf("prebuilt: model call for the structured response: %w", err)
+		}
+		v, err := n.out.Decode(resp.Message)
+		if err == nil {
+			return graph.Updates(n.response.Set(&v)), nil
+		}
+		var oe *model.OutputError
+		if attempt > 0 || !errors.As(err, &oe) {
+			return zero, fmt.Errorf("prebuilt: structured response: %w", err)
+		}
+		msgs = append(slices.Clip(msgs), resp.Message, oe.Feedback())
+	}
 }

@@ -116,6 +116,8 @@ func TestReactAgentStreamsMessages(t *testing.T) {
 		nodes  = map[string]bool{}
 		done   int
 		update []string
+		// tool messages streamed from the state
+		toolMsgs int
 	)
 	for ev, err := range agent.Stream(context.Background(), graph.Updates(Messages.Add(model.User("what is 6*7?"))),
 		graph.WithStreamModes(graph.ModeMessages|graph.ModeUpdates), graph.WithThread("s")) {
@@ -126,6 +128,14 @@ func TestReactAgentStreamsMessages(t *testing.T) {
 		case graph.ModeUpdates:
 			update = append(update, ev.Node)
 		case graph.ModeMessages:
+			if m, ok := ev.Data.(model.Message); ok {
+				// Messages nodes write to the state without streaming them.
+				if ev.Node != ToolsNode || m.Role != model.RoleTool {
+					t.Fatalf("message %+v from %q", m, ev.Node)
+				}
+				toolMsgs++
+				continue
+			}
 			nodes[ev.Node] = true
 			c, ok := ev.Data.(model.Chunk)
 			if !ok {
@@ -145,6 +155,9 @@ func TestReactAgentStreamsMessages(t *testing.T) {
 	}
 	if len(nodes) != 1 || !nodes[AgentNode] {
 		t.Fatalf("message chunks came from %v, want only %q", nodes, AgentNode)
+	}
+	if toolMsgs != 1 {
+		t.Fatalf("%d tool messages streamed, want 1", toolMsgs)
 	}
 	if done != 2 || len(text) != 2 {
 		t.Fatalf("%d done chunks over steps %v, want 2 model calls", done, text)

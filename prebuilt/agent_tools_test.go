@@ -269,7 +269,7 @@ func TestReactAgentCallsRunConcurrentlyInCallOrder(t *testing.T) {
 func TestSendToolCalls(t *testing.T) {
 	ask := model.Assistant("thinking", call("1", "a", `{}`), call("2", "b", `{"x":1}`))
 	ask.ID = "m1"
-	r, err := sendToolCalls(context.Background(), MessagesState{Messages: []model.Message{model.User("hi"), ask}})
+	r, err := sendToolCalls(Messages, graph.END)(context.Background(), MessagesState{Messages: []model.Message{model.User("hi"), ask}})
 	if err != nil || len(r.Nodes) != 0 || len(r.Sends) != 2 {
 		t.Fatalf("route %+v, %v", r, err)
 	}
@@ -284,7 +284,7 @@ func TestSendToolCalls(t *testing.T) {
 		t.Fatal("the router changed the state's message")
 	}
 	for _, msgs := range [][]model.Message{nil, {model.User("hi")}, {model.User("hi"), model.Assistant("hello")}} {
-		r, err := sendToolCalls(context.Background(), MessagesState{Messages: msgs})
+		r, err := sendToolCalls(Messages, graph.END)(context.Background(), MessagesState{Messages: msgs})
 		if err != nil || len(r.Sends) != 0 || !slices.Equal(r.Nodes, []string{graph.END}) {
 			t.Fatalf("%v: route %+v, %v; want END", roles(msgs), r, err)
 		}

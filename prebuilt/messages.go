@@ -18,8 +18,10 @@ type MessagesState struct {
 }
 
 // Messages is the key of MessagesState's conversation, named "messages" and
-// reduced by AddMessages.
-var Messages = graph.SliceField("messages", func(s *MessagesState) *[]model.Message { return &s.Messages }, AddMessages)
+// reduced by AddMessages. It is marked AsMessages: a stream in
+// graph.ModeMessages yields the messages nodes write to it (tool messages,
+// answers not streamed token by token).
+var Messages = graph.SliceField("messages", func(s *MessagesState) *[]model.Message { return &s.Messages }, AddMessages).AsMessages()
 
 // AddMessages reduces writes into a conversation with LangGraph's
 // add_messages rules, in write order:
@@ -32,8 +34,8 @@ var Messages = graph.SliceField("messages", func(s *MessagesState) *[]model.Mess
 //     conversation included, so only what follows it in the write is kept;
 //   - a message without an ID gets one.
 //
-// A reducer cannot fail, and a panic in one would not be contained by the
-// engine, so a remove marker naming an id the conversation lacks deletes
+// A reducer cannot fail (the engine turns a panic in one into a failed
+// run), so a remove marker naming an id the conversation lacks deletes
 // nothing. To treat that as an error, build markers with RemoveMessages, or
 // check a write with Merge, in the node that makes it.
 //

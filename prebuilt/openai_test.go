@@ -119,9 +119,18 @@ func TestReactAgentOverOpenAIWire(t *testing.T) {
 	// Stream: the model's tokens reach the stream from the agent node.
 	var text strings.Builder
 	var calls model.ToolCallAssembler
+	toolMsgs := 0
 	for ev, err := range agent.Stream(context.Background(), in, graph.WithStreamModes(graph.ModeMessages), graph.WithThread("t2")) {
 		if err != nil {
 			t.Fatal(err)
+		}
+		if m, ok := ev.Data.(model.Message); ok {
+			// The tool's answer, written to the state, comes as a message.
+			if ev.Node != ToolsNode || m.Role != model.RoleTool {
+				t.Fatalf("message %+v from node %q", m, ev.Node)
+			}
+			toolMsgs++
+			continue
 		}
 		c := ev.Data.(model.Chunk)
 		if ev.Node != AgentNode {
@@ -137,6 +146,9 @@ func TestReactAgentOverOpenAIWire(t *testing.T) {
 	}
 	if text.String() != "Tool said: [t2] print(42)" {
 		t.Fatalf("streamed text %q", text.String())
+	}
+	if toolMsgs != 1 {
+		t.Fatalf("%d tool messages streamed, want 1", toolMsgs)
 	}
 
 	// What went over the wire.

@@ -26,7 +26,7 @@ type RunPythonArgs struct {
 }
 
 // RunPython returns the run_python tool. Each call takes the thread id from the run config
-// (graph.ConfigFrom: a ToolNode passes the graph's; call it directly with a ctx from graph.WithConfig), gets
+// (graph.ConfigFrom: a ToolNode passes the graph's; call it directly with a ctx from graph.ContextWithConfig), gets
 // the thread's sandbox from the Registry, writes code to main.py in the sandbox's home and runs
 // `python3 main.py` under the run timeout. It answers
 //
@@ -49,7 +49,7 @@ func (r *Registry) Run(ctx context.Context, code string) (string, error) {
 	threadID := graph.ThreadIDFrom(ctx)
 	if threadID == "" {
 		return "", fmt.Errorf("%w: %s runs code in the thread's own sandbox, so it needs the run's thread id: "+
-			"invoke the graph with graph.WithThread(id), or call the tool with a ctx from graph.WithConfig", graph.ErrNoThread, ToolName)
+			"invoke the graph with graph.WithThread(id), or call the tool with a ctx from graph.ContextWithConfig", graph.ErrNoThread, ToolName)
 	}
 	timeout, err := r.runTimeout()
 	if err != nil {

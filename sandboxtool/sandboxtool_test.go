@@ -144,7 +144,7 @@ func TestNoThreadIsAnError(t *testing.T) {
 	reg := sandboxtool.New(b)
 	closeAll(t, reg)
 	_, err := reg.RunPython().Call(context.Background(), json.RawMessage(`{"code":"print(1)"}`))
-	if !errors.Is(err, graph.ErrNoThread) || !strings.Contains(err.Error(), "graph.WithConfig") {
+	if !errors.Is(err, graph.ErrNoThread) || !strings.Contains(err.Error(), "graph.ContextWithConfig") {
 		t.Fatalf("err = %v; want graph.ErrNoThread saying how to pass a thread", err)
 	}
 	if infos, _ := b.List(context.Background(), sandbox.Filter{}); len(infos) != 0 {
