@@ -831,6 +831,15 @@ func (r *runner[S]) takeCommand(tasks []*task[S], cmd *task[S]) ([]*task[S], err
 		t.cx.tc = taskCtx{run: &r.shared, node: t.node.name, id: r.p.head + "/" + strconv.Itoa(len(tasks))}
 		tasks = append(tasks, t)
 	}
+	// The step's writes apply in task order, which is name order for
+	// triggered nodes, then Sends, as in a step the engine planned.
+	slices.SortStableFunc(tasks, func(a, b *task[S]) int {
+		switch {
+		case a.push || b.push:
+			return boolRank(a.push) - boolRank(b.push)
+		}
+		return a.node.rank - b.node.rank
+	})
 	view := r.g.view(&r.state)
 	for _, t := range tasks {
 		if !t.push {
@@ -838,6 +847,13 @@ func (r *runner[S]) takeCommand(tasks []*task[S], cmd *task[S]) ([]*task[S], err
 		}
 	}
 	return tasks, nil
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // restoreTasks rebuilds the tasks a checkpoint planned, with what its pending
