@@ -34,7 +34,9 @@ func ExampleSubgraph_interrupt() {
 	parent := graph.New[Chat](Messages)
 	parent.AddNode("writer", graph.Subgraph(writer,
 		func(ctx context.Context, p Chat) (Chat, error) { return Chat{}, nil },
-		func(ctx context.Context, c Chat) (graph.Update[Chat], error) { return graph.Updates(Messages.Add(c.Messages...)), nil }))
+		func(ctx context.Context, c Chat) (graph.Update[Chat], error) {
+			return graph.Updates(Messages.Add(c.Messages...)), nil
+		}))
 	parent.AddEdge(graph.START, "writer")
 	g, err := parent.Compile(graph.WithSaver(checkpoint.NewMemory()))
 	if err != nil {

@@ -81,9 +81,9 @@ type persister[S any] struct {
 	saveCancel context.CancelFunc
 	stopGrace  func() bool
 	grace      atomic.Pointer[time.Timer]
-	errMu sync.Mutex
-	err   error
-	ok    bool // the run's state matches what is stored
+	errMu      sync.Mutex
+	err        error
+	ok         bool // the run's state matches what is stored
 }
 
 type heldWrites[S any] struct {
