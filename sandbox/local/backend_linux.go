@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentgraph/agentgraph/sandbox"
 	"golang.org/x/sys/unix"
@@ -189,9 +191,33 @@ func validID(id string) bool {
 	return true
 }
 
+// maxNameLen bounds a sandbox name, which tools show and shells may handle.
+const maxNameLen = 128
+
+// validName refuses names that could not serve as a file or path component, or would not print.
+func validName(name string) error {
+	switch {
+	case len(name) > maxNameLen:
+		return fmt.Errorf("%w: sandbox name of %d bytes: use at most %d", sandbox.ErrInvalidArgument, len(name), maxNameLen)
+	case strings.ContainsAny(name, "/\x00"), strings.Contains(name, ".."):
+		return fmt.Errorf("%w: sandbox name %q: leave out NUL, \"/\" and \"..\"", sandbox.ErrInvalidArgument, name)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: sandbox name %q is not UTF-8", sandbox.ErrInvalidArgument, name)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%w: sandbox name %q holds a control character", sandbox.ErrInvalidArgument, name)
+		}
+	}
+	return nil
+}
+
 // Create makes a sandbox: a directory with its record, home and /tmp. No process runs until Exec.
 func (b *Backend) Create(ctx context.Context, opts sandbox.CreateOptions) (sandbox.Sandbox, error) {
 	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	if err := validName(opts.Name); err != nil {
 		return nil, err
 	}
 	size := opts.Size

@@ -62,6 +62,30 @@ func pathError(op, abs string, err error) error {
 	return fmt.Errorf("%s %s: %w", op, abs, err)
 }
 
+// checkDir makes sure a working directory exists and is a directory the host can reach without following a
+// symlink, so that a bad Cwd is the caller's error rather than a failure deep in the helper.
+func (s *sbx) checkDir(abs string) error {
+	_, base, rel, err := s.locate(abs)
+	if err != nil {
+		return err
+	}
+	basefd, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("working directory %s: %w", abs, err)
+	}
+	defer unix.Close(basefd)
+	fd, err := openBeneath(basefd, rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			return fmt.Errorf("%w: working directory %s does not exist or is not a directory: create it first",
+				sandbox.ErrInvalidArgument, abs)
+		}
+		return pathError("working directory", abs, err)
+	}
+	unix.Close(fd)
+	return nil
+}
+
 // openRegular opens a regular file for reading and returns it with its size.
 func (s *sbx) openRegular(p, op string) (*os.File, int64, string, error) {
 	abs, base, rel, err := s.locate(p)

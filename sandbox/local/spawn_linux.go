@@ -69,6 +69,9 @@ func buildEnv(layers ...map[string]string) ([]string, error) {
 // start launches command in a fresh set of namespaces. The sandbox must be running. timeout 0 means none.
 // ctx bounds the command's life for Exec; Start passes a context that outlives the call.
 func (s *sbx) start(ctx context.Context, command string, opts sandbox.ExecOptions, timeout time.Duration) (*proc, error) {
+	if strings.IndexByte(command, 0) >= 0 {
+		return nil, fmt.Errorf("%w: the command contains a NUL byte", sandbox.ErrInvalidArgument)
+	}
 	cwd := sandbox.Home
 	if opts.Cwd != "" {
 		c, err := sandbox.ResolvePath(opts.Cwd)
@@ -100,6 +103,9 @@ func (s *sbx) start(ctx context.Context, command string, opts sandbox.ExecOption
 	}
 	if m.State == sandbox.StateStopped {
 		return nil, fmt.Errorf("%w: %s: call Resume before running commands", sandbox.ErrStopped, s.id)
+	}
+	if err := s.checkDir(cwd); err != nil {
+		return nil, err
 	}
 	env, err := buildEnv(m.Env, opts.Env)
 	if err != nil {
