@@ -1,0 +1,181 @@
+// Command agentgraph-server serves the CodeAct agent of examples/codeact as graph "codeact" over
+// LangGraph's Agent Server API, so @langchain/langgraph-sdk, langgraph_sdk, agent-chat-ui and LangGraph
+// Studio can drive it:
+//
+//	go run ./cmd/agentgraph-server [-addr 127.0.0.1:2024] [-db agentgraph.db] [-model scripted|<name>]
+//	                              [-provider openai|anthropic] [-workers N] [-api-key KEY] [-cors ORIGIN,...]
+//
+// Threads (checkpoints, and the server's thread and run records) live in the bbolt file -db; the
+// store in memory. SIGTERM or Ctrl-C stops taking runs, lets running ones finish within -grace, and
+// closes everything.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentgraph/agentgraph/checkpoint"
+	"github.com/agentgraph/agentgraph/checkpoint/bolt"
+	"github.com/agentgraph/agentgraph/graph"
+	"github.com/agentgraph/agentgraph/model"
+	"github.com/agentgraph/agentgraph/model/anthropic"
+	"github.com/agentgraph/agentgraph/model/openai"
+	"github.com/agentgraph/agentgraph/model/scripted"
+	"github.com/agentgraph/agentgraph/prebuilt"
+	"github.com/agentgraph/agentgraph/sandbox/local"
+	"github.com/agentgraph/agentgraph/sandboxtool"
+	"github.com/agentgraph/agentgraph/server"
+	"github.com/agentgraph/agentgraph/store"
+)
+
+type flags struct {
+	addr, db, model, provider, apiKey, cors, sandboxRoot string
+	workers                                              int
+	grace                                                time.Duration
+	maxBody                                              int64
+}
+
+func main() {
+	local.Init() // first: in the re-executed sandbox helper this never returns
+	var f flags
+	flag.StringVar(&f.addr, "addr", "127.0.0.1:2024", "address to listen on")
+	flag.StringVar(&f.db, "db", "agentgraph.db", "bbolt file for threads (checkpoints); the server's records go beside it in FILE.server")
+	flag.StringVar(&f.model, "model", "scripted", "scripted (the guide's stand-in), or a model name for the endpoint at OPENAI_BASE_URL with OPENAI_API_KEY")
+	flag.StringVar(&f.provider, "provider", "openai", "who serves -model: openai (any OpenAI-compatible endpoint) or anthropic (ANTHROPIC_API_KEY)")
+	flag.StringVar(&f.apiKey, "api-key", os.Getenv("AGENTGRAPH_API_KEY"), "require this key in the x-api-key header (default $AGENTGRAPH_API_KEY; empty: no key)")
+	flag.StringVar(&f.cors, "cors", "", "comma-separated origins browsers may call from (* for any)")
+	flag.StringVar(&f.sandboxRoot, "sandbox-root", "", "directory of the local sandbox backend (default "+local.DefaultRoot()+")")
+	flag.IntVar(&f.workers, "workers", 0, "runs executing at once (default: twice the CPUs)")
+	flag.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGTERM, how long running runs may take to finish before they are stopped")
+	flag.Int64Var(&f.maxBody, "max-body", 10<<20, "largest request body in bytes")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, f, os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "agentgraph-server:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx is done. ready, if set, receives the listening address.
+func run(ctx context.Context, f flags, logw io.Writer, ready chan<- string) (err error) {
+	logger := log.New(logw, "", log.LstdFlags)
+	var opts []local.Option
+	if f.sandboxRoot != "" {
+		opts = append(opts, local.WithRoot(f.sandboxRoot))
+	}
+	backend, err := local.New(opts...)
+	if err != nil {
+		return fmt.Errorf("open the local sandbox backend: %w", err)
+	}
+	if c, ok := any(backend).(io.Closer); ok {
+		defer c.Close()
+	}
+	reg := sandboxtool.New(backend, sandboxtool.WithSettingsFromEnv())
+	defer func() {
+		_, cerr := reg.Close(context.WithoutCancel(ctx))
+		err = errors.Join(err, cerr)
+	}()
+	chat, err := chatModel(f.model, f.provider)
+	if err != nil {
+		return err
+	}
+	saver, err := bolt.Open(f.db)
+	if err != nil {
+		return fmt.Errorf("open thread file: %w", err)
+	}
+	defer saver.Close()
+	agent, err := buildGraph(chat, reg.RunPython(), saver)
+	if err != nil {
+		return err
+	}
+	sopts := []server.Option{
+		server.WithGraph("codeact", agent, server.WithDescription("The CodeAct agent: a model that answers by running Python in its thread's sandbox")),
+		server.WithSaver(saver), server.WithStore(store.NewMemory()),
+		server.WithStateFile(f.db + ".server"), server.WithMaxBodyBytes(f.maxBody),
+	}
+	if f.workers > 0 {
+		sopts = append(sopts, server.WithWorkers(f.workers))
+	}
+	if f.apiKey != "" {
+		sopts = append(sopts, server.WithAPIKey(f.apiKey))
+	}
+	if f.cors != "" {
+		sopts = append(sopts, server.WithCORS(strings.Split(f.cors, ",")...))
+	}
+	srv, err := server.New(sopts...)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		_ = srv.Shutdown(context.Background())
+		return err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	logger.Printf("serving graph codeact on http://%s (threads in %s)", ln.Addr(), f.db)
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+	}
+	logger.Printf("shutting down: waiting up to %s for running runs", f.grace)
+	graceCtx, cancel := context.WithTimeout(context.Background(), f.grace)
+	defer cancel()
+	// Stop the runs first: their streams end, so the HTTP server can drain.
+	serr := srv.Shutdown(graceCtx)
+	herr := hs.Shutdown(graceCtx)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return errors.Join(err, serr, herr)
+}
+
+// chatModel and buildGraph wire the agent as examples/codeact does.
+func chatModel(name, provider string) (model.ChatModel, error) {
+	if name == "" || name == "scripted" {
+		return scripted.CodeAct(scripted.WithProgram(scripted.PrimesPrompt, scripted.PrimesProgram)), nil
+	}
+	switch provider {
+	case "anthropic":
+		return anthropic.New(name, anthropic.WithAPIKey(os.Getenv("ANTHROPIC_API_KEY")))
+	case "", "openai":
+		return openai.New(name)
+	}
+	return nil, fmt.Errorf("unknown provider %q: use -provider openai or -provider anthropic", provider)
+}
+
+func buildGraph(chat model.ChatModel, runPython *prebuilt.Tool, saver checkpoint.Saver) (*graph.Graph[prebuilt.MessagesState], error) {
+	tools := []*prebuilt.Tool{runPython}
+	agent, err := prebuilt.NewModelNode(chat, prebuilt.Messages, tools)
+	if err != nil {
+		return nil, err
+	}
+	toolNode, err := prebuilt.NewToolNode(prebuilt.Messages, tools)
+	if err != nil {
+		return nil, err
+	}
+	return graph.New(prebuilt.Messages).
+		AddNode("agent", agent).
+		AddNode("tools", toolNode).
+		AddEdge(graph.START, "agent").
+		AddConditionalEdges("agent", prebuilt.ToolsCondition(prebuilt.Messages), prebuilt.ToolsBranch()).
+		AddEdge("tools", "agent").
+		Compile(graph.WithSaver(saver))
+}
