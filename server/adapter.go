@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/agentgraph/agentgraph/checkpoint"
 	"github.com/agentgraph/agentgraph/graph"
@@ -96,7 +95,7 @@ func WithGraph[S any](id string, g *graph.Graph[S], opts ...GraphOption) Option 
 	}
 }
 
-func (a *adapter[S]) keys() []graph.KeyInfo   { return a.keyInfo }
+func (a *adapter[S]) keys() []graph.KeyInfo  { return a.keyInfo }
 func (a *adapter[S]) drawing() graph.Drawing { return a.g.Drawing() }
 
 // decodeValues turns {"key": json} from a client into an Update, naming
@@ -692,5 +691,3 @@ func (a *adapter[S]) update(ctx context.Context, cfg checkpoint.Config, values j
 	}
 	return a.g.UpdateState(ctx, upd, asNode, graph.WithCheckpoint(cfg))
 }
-
-var _ = time.Now

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"net/http"
 	"reflect"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/agentgraph/agentgraph/checkpoint"
-	"github.com/agentgraph/agentgraph/graph"
 )
 
 // startTime stamps the assistants, which exist as long as the server does.
@@ -610,6 +608,3 @@ func (s *Server) refreshThread(ctx context.Context, g *registered, id string) {
 		s.recs.saveThread(t)
 	}
 }
-
-var _ = fmt.Sprint
-var _ = graph.END

@@ -20,8 +20,8 @@ type lcMessage struct {
 	Type             string         `json:"type"`
 	Name             string         `json:"name,omitempty"`
 	ID               string         `json:"id,omitempty"`
-	ToolCalls        []lcToolCall   `json:"tool_calls,omitempty"`
-	InvalidToolCalls []any          `json:"invalid_tool_calls,omitempty"`
+	ToolCalls        *[]lcToolCall  `json:"tool_calls,omitempty"`
+	InvalidToolCalls *[]any         `json:"invalid_tool_calls,omitempty"`
 	UsageMetadata    *lcUsage       `json:"usage_metadata,omitempty"`
 	ToolCallID       string         `json:"tool_call_id,omitempty"`
 	Status           string         `json:"status,omitempty"`
@@ -50,17 +50,17 @@ func toLC(m model.Message) lcMessage {
 		out.Type = "system"
 	case model.RoleAssistant:
 		out.Type = "ai"
-		out.ToolCalls = []lcToolCall{}
-		out.InvalidToolCalls = []any{}
+		calls, invalid := []lcToolCall{}, []any{}
+		out.ToolCalls, out.InvalidToolCalls = &calls, &invalid
 		for _, c := range m.ToolCalls {
 			args := c.Arguments
 			if len(args) == 0 || args[0] != '{' {
 				// LangChain's args are an object; text that is not one
 				// travels as an invalid call instead.
-				out.InvalidToolCalls = append(out.InvalidToolCalls, map[string]any{"id": c.ID, "name": c.Name, "args": string(args), "error": "arguments are not a JSON object"})
+				invalid = append(invalid, map[string]any{"id": c.ID, "name": c.Name, "args": string(args), "error": "arguments are not a JSON object"})
 				continue
 			}
-			out.ToolCalls = append(out.ToolCalls, lcToolCall{ID: c.ID, Name: c.Name, Args: args})
+			calls = append(calls, lcToolCall{ID: c.ID, Name: c.Name, Args: args})
 		}
 		if u := m.Usage; u != nil {
 			out.UsageMetadata = &lcUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}

@@ -39,9 +39,9 @@ func (s *Server) runRoutes() {
 		return nil
 	}
 	stream := func(w http.ResponseWriter, r *http.Request, lr *liveRun, body *runCreate, loc string) error {
-		if body.OnDisconnect != "" || true {
-			w.Header().Set("Location", loc+"/stream")
-		}
+		// The SDK reconnects to Location, with Last-Event-ID, when the
+		// connection drops before the run ends.
+		w.Header().Set("Location", loc+"/stream")
 		s.streamRun(w, r, lr, 0, body.OnDisconnect == "cancel")
 		return nil
 	}

@@ -93,7 +93,9 @@ func badField(field, format string, args ...any) *apiError {
 	return &apiError{status: http.StatusUnprocessableEntity, msg: field + ": " + fmt.Sprintf(format, args...)}
 }
 
-func notFound(format string, args ...any) *apiError { return errorf(http.StatusNotFound, format, args...) }
+func notFound(format string, args ...any) *apiError {
+	return errorf(http.StatusNotFound, format, args...)
+}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
