@@ -122,6 +122,7 @@ type runner[S any] struct {
 	waiting  []bool // deferred nodes triggered and waiting for the others
 	version  uint64
 	p        *persister[S]
+	tr       *runTrace // nil unless the run's context carries a Tracer
 
 	// scratch, reused across steps
 	buckets [][]Write[S]
@@ -159,6 +160,9 @@ func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], o
 	}()
 	if err := r.configure(ctx, opts); err != nil {
 		return res, err
+	}
+	if r.tr, ctx = newRunTrace(ctx, &r.shared.cfg, r.rc.resume != nil); r.tr != nil {
+		defer func() { r.tr.end(res.Interrupts, err) }()
 	}
 	var cancel context.CancelFunc
 	r.ctx, cancel = context.WithCancel(ctx)
@@ -405,6 +409,9 @@ func (r *runner[S]) loop(tasks []*task[S], resuming bool) (Result[S], error) {
 		if in := r.breakBefore(tasks, resuming && steps == 0); in != nil {
 			return r.result(in), nil
 		}
+		if r.tr != nil {
+			r.ctx = r.tr.startStep(r.ctx, r.step, len(tasks))
+		}
 		r.runTasks(tasks)
 		if r.stop {
 			return r.result(nil), nil
@@ -429,6 +436,9 @@ func (r *runner[S]) loop(tasks []*task[S], resuming bool) (Result[S], error) {
 			}
 		}
 		r.emitStep(tasks)
+		if r.tr != nil {
+			r.ctx = r.tr.stepDone()
+		}
 		if in := r.breakAfter(tasks, next); in != nil {
 			return r.result(in), nil
 		}
@@ -569,6 +579,10 @@ func (r *runner[S]) exec(ctx context.Context, t *task[S]) {
 	t.cx.tc.run = &r.shared
 	t.cx.tc.step = r.step
 	t.cx.tc.node = t.node.name
+	var endTask func(Outcome)
+	if r.tr != nil {
+		ctx, endTask = r.tr.startTask(ctx, &t.cx.tc, t.push)
+	}
 	t.cx.Context = ctx
 	tctx := &t.cx
 	debugging := r.rc.modes&ModeDebug != 0
@@ -620,6 +634,9 @@ func (r *runner[S]) exec(ctx context.Context, t *task[S]) {
 	}
 	if r.rc.modes&ModeDebug != 0 {
 		r.emitFromTask(&t.cx.tc, ModeDebug, &DebugInfo{Type: "task_end", Time: time.Now(), Duration: t.dur, Err: t.err})
+	}
+	if endTask != nil {
+		endTask(Outcome{Err: t.err, Interrupts: t.cx.tc.raised})
 	}
 }
 
