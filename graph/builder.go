@@ -253,6 +253,9 @@ func WithInterruptAfter(nodes ...string) CompileOption {
 // WithName names the compiled graph (used when drawing and as a subgraph).
 func WithName(name string) CompileOption { return func(o *compileOptions) { o.name = name } }
 
+// Name is the name given with WithName, or "" when none was.
+func (g *Graph[S]) Name() string { return g.opts.name }
+
 func nodeSet[S any](byName map[string]*nodeSpec[S], names []string) []bool {
 	if len(names) == 0 {
 		return nil

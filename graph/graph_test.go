@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -465,6 +466,8 @@ func TestSubgraph(t *testing.T) {
 
 func TestMaxConcurrency(t *testing.T) {
 	var cur, peak atomic.Int32
+	full := make(chan struct{}) // closed once three tasks run at once
+	var once sync.Once
 	b := newG()
 	b.AddNodeFunc("w", func(ctx context.Context, s St) (graph.Update[St], error) {
 		n := cur.Add(1)
@@ -474,7 +477,12 @@ func TestMaxConcurrency(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(2 * time.Millisecond)
+		if n == 3 {
+			once.Do(func() { close(full) })
+		}
+		// The first tasks wait for each other, so the cap is reached
+		// whatever the machine's speed; a fourth would exceed it.
+		<-full
 		cur.Add(-1)
 		return graph.Updates(Sum.Set(1)), nil
 	})
@@ -486,7 +494,7 @@ func TestMaxConcurrency(t *testing.T) {
 		return r, nil
 	}, graph.BranchConfig{Paths: []string{"w"}})
 	res, err := mustCompile(t, b).Invoke(context.Background(), graph.Updates[St](), graph.WithMaxConcurrency(3))
-	if err != nil || res.State.Sum != 20 || peak.Load() > 3 {
+	if err != nil || res.State.Sum != 20 || peak.Load() != 3 {
 		t.Fatalf("sum=%d peak=%d err=%v", res.State.Sum, peak.Load(), err)
 	}
 }
