@@ -127,7 +127,34 @@ type ExecResult struct {
 	TimedOut                         bool
 	Duration                         time.Duration
 	StdoutTruncated, StderrTruncated bool
+
+	// Ending says why the command ended; empty from a backend that does not tell.
+	Ending Ending
+	// Signal is the number of the signal that ended the command's first process (SIGKILL when the backend
+	// killed it), 0 when it exited by itself.
+	Signal int
+	// OOMKilled says the kernel killed a process of the sandbox for memory while the command ran (the
+	// command itself, or a child of it whose death made it fail).
+	OOMKilled bool
+	// DiskFull says home and /tmp had no room left when the command ended, so writes that failed with "No
+	// space left on device" or "Disk quota exceeded" may be why it failed. Removing files frees the space.
+	DiskFull bool
 }
+
+// Ending is why a command ended.
+type Ending string
+
+// Endings. Only EndExited and EndSignaled are the program's own doing; the others name who ended it.
+const (
+	EndExited    Ending = "exited"    // it exited by itself with ExitCode
+	EndSignaled  Ending = "signaled"  // a signal not sent by the backend ended it (Signal says which)
+	EndTimedOut  Ending = "timed_out" // ExecOptions.Timeout passed and the backend killed it
+	EndOOM       Ending = "oom"       // the kernel killed it for memory (the sandbox's memory limit)
+	EndDisk      Ending = "disk"      // the backend killed it for passing the sandbox's disk quota
+	EndStopped   Ending = "stopped"   // Stop (or the TTL reaper) killed it
+	EndDeleted   Ending = "deleted"   // Delete killed it
+	EndCancelled Ending = "cancelled" // the caller's context ended
+)
 
 // Backend creates and finds sandboxes.
 type Backend interface {

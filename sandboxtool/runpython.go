@@ -33,7 +33,8 @@ type RunPythonArgs struct {
 //	[<sandbox id>] exit code N      or      [<sandbox id>] timed out
 //
 // then a newline and the last OutputLimit characters of stdout followed by stderr, the whole trimmed of
-// surrounding white space. A program that fails is an answer, not an error. A call without a thread id, or
+// surrounding white space; when the sandbox's memory or disk ran out, or something other than the program
+// ended it, a last line in brackets says so and what to do. A program that fails is an answer, not an error. A call without a thread id, or
 // whose sandbox cannot be had, returns an error, which a ToolNode hands back to the model as an error tool
 // message. Calls on one thread run one at a time, since they share main.py. A sandbox found stopped (its TTL passed) is resumed, and one deleted behind the Registry's back is
 // replaced, once per call.
@@ -105,15 +106,53 @@ func (e *entry) runMain(ctx context.Context, code string, timeout time.Duration)
 	return e.sb.Exec(ctx, "python3 main.py", sandbox.ExecOptions{Timeout: timeout})
 }
 
-// Format renders a run as the tool answers it: "[id] exit code N" or "[id] timed out", a newline, and the
-// last OutputLimit characters of stdout+stderr, trimmed.
+// Format renders a run as the tool answers it: "[id] exit code N" or "[id] timed out", a newline, the
+// last OutputLimit characters of stdout+stderr, and, when something other than the program ended it or
+// the sandbox's memory or disk ran out, a last line saying so and what to do, all trimmed.
 func Format(sandboxID string, res sandbox.ExecResult) string {
 	status := fmt.Sprintf("exit code %d", res.ExitCode)
 	if res.TimedOut {
 		status = "timed out"
 	}
-	return strings.TrimSpace(fmt.Sprintf("[%s] %s\n%s", sandboxID, status, tail(res.Stdout+res.Stderr, OutputLimit)))
+	out := tail(res.Stdout+res.Stderr, OutputLimit)
+	if why := endingNote(res); why != "" {
+		if out = strings.TrimRight(out, " \t\r\n"); out != "" {
+			out += "\n"
+		}
+		out += why
+	}
+	return strings.TrimSpace(fmt.Sprintf("[%s] %s\n%s", sandboxID, status, out))
 }
+
+// endingNote says, in words the model can act on, why a program died when the exit code alone does not.
+func endingNote(res sandbox.ExecResult) string {
+	switch {
+	case res.Ending == sandbox.EndOOM || (res.OOMKilled && res.ExitCode != 0):
+		return "[the sandbox ran out of memory and the kernel killed the program: process the data in smaller " +
+			"pieces or free memory (del large objects) and run again]"
+	case res.Ending == sandbox.EndDisk || (res.DiskFull && res.ExitCode != 0) || res.Signal == sigXFSZ:
+		return "[the sandbox's disk (home and /tmp together) is full, so writing failed: delete files you no " +
+			"longer need (os.remove, shutil.rmtree) and run again]"
+	case res.Ending == sandbox.EndStopped:
+		return "[the sandbox was stopped while the program ran, which killed it]"
+	case res.Ending == sandbox.EndDeleted:
+		return "[the sandbox was deleted while the program ran, which killed it]"
+	case res.Ending == sandbox.EndSignaled && res.Signal > 0:
+		if name := signalNames[res.Signal]; name != "" {
+			return fmt.Sprintf("[the program was killed by signal %d (%s)]", res.Signal, name)
+		}
+		return fmt.Sprintf("[the program was killed by signal %d]", res.Signal)
+	}
+	return ""
+}
+
+// sigXFSZ is Linux's "file size limit exceeded" signal, which a write past the disk space left raises.
+const sigXFSZ = 25
+
+// signalNames are Linux's numbers of the signals a crashing program dies of.
+var signalNames = map[int]string{4: "SIGILL, illegal instruction", 6: "SIGABRT, aborted", 7: "SIGBUS, bus error",
+	8: "SIGFPE, arithmetic error", 9: "SIGKILL", 11: "SIGSEGV, segmentation fault", 15: "SIGTERM",
+	24: "SIGXCPU, CPU time limit exceeded"}
 
 // tail returns the last n characters of s.
 func tail(s string, n int) string {

@@ -165,6 +165,8 @@ type meta struct {
 	TTL     time.Duration     `json:"ttl"`
 	Env     map[string]string `json:"env,omitempty"`
 	HostUID int               `json:"hostUid"`
+	// Deleting is set by Delete before it kills the sandbox's commands, so they can tell why they died.
+	Deleting bool `json:"deleting,omitempty"`
 }
 
 const idAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"

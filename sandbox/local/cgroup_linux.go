@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentgraph/agentgraph/sandbox"
@@ -102,4 +103,20 @@ func removeCgroups(ctx context.Context, id string) error {
 		unix.Rmdir(filepath.Dir(dir)) // the shared parent, once no sandbox uses it; busy is fine
 	}
 	return errors.Join(errs...)
+}
+
+// oomKills is how many processes the kernel has killed for memory in the sandbox's memory cgroup (the
+// oom_kill line of memory.oom_control); 0 when the cgroup does not exist yet.
+func oomKills(id string) int64 {
+	data, err := os.ReadFile(filepath.Join(cgroupDir("memory", id), "memory.oom_control"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }

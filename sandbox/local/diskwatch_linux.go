@@ -60,3 +60,9 @@ func (b *Backend) pollDisk(s *sbx, quota int64, w *diskWatch) {
 		}
 	}
 }
+
+// diskFull reports whether home and /tmp have no room left for another block.
+func (s *sbx) diskFull(quota int64) bool {
+	used, err := s.diskUsage()
+	return err == nil && used+4096 > quota
+}

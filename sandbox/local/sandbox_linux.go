@@ -115,8 +115,15 @@ func (s *sbx) Delete(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
-	if _, err := s.readMeta(); err != nil {
+	m, err := s.readMeta()
+	if err != nil {
 		return err
+	}
+	if !m.Deleting || m.State != sandbox.StateStopped {
+		m.State, m.Deleting, m.UpdatedAt = sandbox.StateStopped, true, s.b.stamp()
+		if err := s.writeMeta(m); err != nil {
+			return err
+		}
 	}
 	if err := s.killAll(ctx); err != nil {
 		return err

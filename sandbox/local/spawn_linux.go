@@ -36,10 +36,15 @@ type proc struct {
 	quota          int64
 	duration       time.Duration
 	exitCode       int
+	signal         int
+	ending         sandbox.Ending
+	oomBefore      int64 // the sandbox's memory cgroup's OOM kill count when the command started; -1 unknown
+	oomKilled      bool
+	diskFull       bool
 
-	pid    int
-	signal func()                    // SIGKILL to the helper (pid 1 of its namespace) or the unsafe group
-	await  func() syscall.WaitStatus // blocks until the process exited and its output is drained
+	pid     int
+	sigkill func()                    // SIGKILL to the helper (pid 1 of its namespace) or the unsafe group
+	await   func() syscall.WaitStatus // blocks until the process exited and its output is drained
 }
 
 const pathEnv = "/opt/agentgraph/bin:/home/user/.local/bin:/usr/local/bin:/usr/bin:/bin"
@@ -245,7 +250,7 @@ func (p *proc) follow(st zstart, exited <-chan syscall.WaitStatus, outR, errOutR
 	copying.Go(func() { io.Copy(p.stderr, errOutR); errOutR.Close() })
 	var pidfdMu sync.Mutex
 	pidfd := st.pidfd
-	p.signal = func() {
+	p.sigkill = func() {
 		pidfdMu.Lock()
 		defer pidfdMu.Unlock()
 		if pidfd != nil {
@@ -280,6 +285,10 @@ func (p *proc) limitAndRecord(m *meta) error {
 		if err := joinCgroups(s.id, m.Limits, p.pid); err != nil {
 			return fmt.Errorf("limit %s with cgroups: %w (or use local.WithoutCgroups)", s.id, err)
 		}
+	}
+	p.oomBefore = -1
+	if s.b.cfg.cgroups {
+		p.oomBefore = oomKills(s.id)
 	}
 	rec, err := runRecord(p.pid)
 	if err == nil {
@@ -385,6 +394,7 @@ func (p *proc) supervise(ctx context.Context, timeout time.Duration) {
 			if p.s.b.cfg.unsafeNoIso {
 				syscall.Kill(-p.pid, syscall.SIGKILL) // what it left in its process group
 			}
+			p.settleEnding(ws)
 			p.removeRecord()
 			close(p.exited)
 			return
@@ -401,7 +411,7 @@ func (p *proc) supervise(ctx context.Context, timeout time.Duration) {
 
 // kill ends the command: SIGKILL to pid 1 of its namespace takes every process in it along.
 func (p *proc) kill() {
-	p.killOnce.Do(p.signal)
+	p.killOnce.Do(p.sigkill)
 }
 
 func (p *proc) wait() { <-p.exited }
@@ -413,8 +423,49 @@ func exitCode(ws syscall.WaitStatus) int {
 	return ws.ExitStatus()
 }
 
+// settleEnding works out why the command ended, once it has: the backend's own reasons first (timeout,
+// cancellation, disk), then the kernel's OOM count, then whether Stop or Delete killed it.
+func (p *proc) settleEnding(ws syscall.WaitStatus) {
+	if ws.Signaled() {
+		p.signal = int(ws.Signal())
+	}
+	if p.oomBefore >= 0 {
+		if n := oomKills(p.s.id); n > p.oomBefore {
+			p.oomKilled = true
+		}
+	}
+	p.diskFull = p.s.diskFull(p.quota)
+	switch {
+	case p.timedOut.Load():
+		p.ending = sandbox.EndTimedOut
+	case p.cancelled.Load():
+		p.ending = sandbox.EndCancelled
+	case p.quotaHit.Load():
+		p.ending = sandbox.EndDisk
+	case p.oomKilled && (ws.Signaled() || ws.ExitStatus() != 0):
+		p.ending = sandbox.EndOOM
+	case ws.Signaled() && ws.Signal() == syscall.SIGKILL:
+		// Stop marks the sandbox stopped before it kills, Delete marks it deleting; no mark means the
+		// program killed itself, or something outside the backend did.
+		m, err := p.s.readMeta()
+		switch {
+		case errors.Is(err, sandbox.ErrNotFound) || (err == nil && m.Deleting):
+			p.ending = sandbox.EndDeleted
+		case err == nil && m.State == sandbox.StateStopped:
+			p.ending = sandbox.EndStopped
+		default:
+			p.ending = sandbox.EndSignaled
+		}
+	case ws.Signaled():
+		p.ending = sandbox.EndSignaled
+	default:
+		p.ending = sandbox.EndExited
+	}
+}
+
 func (p *proc) result() sandbox.ExecResult {
-	r := sandbox.ExecResult{ExitCode: p.exitCode, TimedOut: p.timedOut.Load(), Duration: p.duration}
+	r := sandbox.ExecResult{ExitCode: p.exitCode, TimedOut: p.timedOut.Load(), Duration: p.duration,
+		Ending: p.ending, Signal: p.signal, OOMKilled: p.oomKilled, DiskFull: p.diskFull}
 	r.Stdout, r.StdoutTruncated = p.stdout.String()
 	r.Stderr, r.StderrTruncated = p.stderr.String()
 	if r.TimedOut {
@@ -595,7 +646,7 @@ func (p *proc) spawnUnsafe(m *meta, env []string, cwd string) error {
 		return fmt.Errorf("start command in %s: %w", s.id, err)
 	}
 	p.started, p.pid = time.Now(), cmd.Process.Pid
-	p.signal = func() {
+	p.sigkill = func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // no pid namespace: kill the process group
 		cmd.Process.Kill()
 	}
