@@ -53,11 +53,11 @@ var concurrentTests = []test{
 					}
 					it, err := e.s.Get(ctx, ns("race"), "k", store.GetOptions{})
 					if err != nil {
-						readErr <- fmt.Errorf("Get during writes: %w", err)
+						readErr <- fmt.Errorf("get during writes: %w", err)
 						return
 					}
 					if w, r, sum := it.Value["w"].(float64), it.Value["r"].(float64), it.Value["sum"].(float64); w+r != sum {
-						readErr <- fmt.Errorf("Get during writes saw a torn value %v", it.Value)
+						readErr <- fmt.Errorf("get during writes saw a torn value %v", it.Value)
 						return
 					}
 				}
