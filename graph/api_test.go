@@ -195,3 +195,41 @@ func byteStrings(bs [][]byte) []string {
 	}
 	return out
 }
+
+func TestRunBreakpointsAndDrain(t *testing.T) {
+	b := newG()
+	b.AddNode("a", logNode("a")).AddNode("b", logNode("b")).AddNode("c", logNode("c"))
+	b.AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c")
+	g := mustCompile(t, b, graph.WithSaver(checkpoint.NewMemory()))
+	ctx := context.Background()
+	// A breakpoint given to one run holds for that run only.
+	res, err := g.Invoke(ctx, graph.Updates[St](), graph.WithThread("bp"), graph.WithInterruptBefore("b"))
+	if err != nil || len(res.Interrupts) != 1 || res.Interrupts[0].Node != "b" || !slices.Equal(res.State.Log, []string{"a"}) {
+		t.Fatalf("before b: %+v %v", res, err)
+	}
+	res, err = g.Invoke(ctx, graph.Updates[St](), graph.WithThread("bp"))
+	if err != nil || !slices.Equal(res.State.Log, []string{"a", "b", "c"}) {
+		t.Fatalf("continued: %+v %v", res, err)
+	}
+	if _, err := g.Invoke(ctx, graph.Updates[St](), graph.WithThread("x"), graph.WithInterruptAfter("nope")); err == nil || !strings.Contains(err.Error(), `no node "nope"`) {
+		t.Fatalf("unknown node: %v", err)
+	}
+	// Drained at a step boundary: the step in flight is saved, and the
+	// thread goes on from the next.
+	drain := make(chan struct{})
+	b2 := newG()
+	b2.AddNodeFunc("a", func(ctx context.Context, s St) (graph.Update[St], error) {
+		close(drain)
+		return graph.Updates(Log.Add("a")), nil
+	})
+	b2.AddNode("b", logNode("b")).AddEdge(graph.START, "a").AddEdge("a", "b")
+	g2 := mustCompile(t, b2, graph.WithSaver(checkpoint.NewMemory()))
+	res, err = g2.Invoke(ctx, graph.Updates[St](), graph.WithThread("d"), graph.WithDrain(drain))
+	if !errors.Is(err, graph.ErrDrained) || !slices.Equal(res.State.Log, []string{"a"}) {
+		t.Fatalf("drained: %+v %v", res, err)
+	}
+	res, err = g2.Invoke(ctx, graph.Updates[St](), graph.WithThread("d"))
+	if err != nil || !slices.Equal(res.State.Log, []string{"a", "b"}) {
+		t.Fatalf("after the drain: %+v %v", res, err)
+	}
+}

@@ -219,7 +219,11 @@ func (g *StateGraph[S]) AddConditionalEdges(source string, router Router[S], cfg
 }
 
 // CompileOption configures Compile.
-type CompileOption func(*compileOptions)
+type CompileOption interface{ applyCompile(*compileOptions) }
+
+type compileOption func(*compileOptions)
+
+func (f compileOption) applyCompile(o *compileOptions) { f(o) }
 
 type compileOptions struct {
 	saver           checkpoint.Saver
@@ -231,27 +235,64 @@ type compileOptions struct {
 }
 
 // WithSaver makes threads durable through s.
-func WithSaver(s checkpoint.Saver) CompileOption { return func(o *compileOptions) { o.saver = s } }
+func WithSaver(s checkpoint.Saver) CompileOption {
+	return compileOption(func(o *compileOptions) { o.saver = s })
+}
 
 // WithStore gives the graph's nodes and tools a long-term memory shared
 // across threads, read with StoreFrom.
-func WithStore(s store.Store) CompileOption { return func(o *compileOptions) { o.store = s } }
+func WithStore(s store.Store) CompileOption {
+	return compileOption(func(o *compileOptions) { o.store = s })
+}
 
 // WithCodec encodes state for the saver with c instead of checkpoint.JSON.
-func WithCodec(c checkpoint.Codec) CompileOption { return func(o *compileOptions) { o.codec = c } }
-
-// InterruptBefore pauses a run before any of the named nodes runs.
-func WithInterruptBefore(nodes ...string) CompileOption {
-	return func(o *compileOptions) { o.interruptBefore = append(o.interruptBefore, nodes...) }
+func WithCodec(c checkpoint.Codec) CompileOption {
+	return compileOption(func(o *compileOptions) { o.codec = c })
 }
 
-// InterruptAfter pauses a run after any of the named nodes ran.
-func WithInterruptAfter(nodes ...string) CompileOption {
-	return func(o *compileOptions) { o.interruptAfter = append(o.interruptAfter, nodes...) }
+// BreakpointOption is a static breakpoint: given to Compile it holds for
+// every run of the graph; given to Invoke or Stream, for that run only (in
+// addition to the graph's).
+type BreakpointOption interface {
+	CompileOption
+	RunOption
 }
 
-// WithName names the compiled graph (used when drawing and as a subgraph).
-func WithName(name string) CompileOption { return func(o *compileOptions) { o.name = name } }
+type breakpoints struct {
+	after bool
+	nodes []string
+}
+
+func (b breakpoints) applyCompile(o *compileOptions) {
+	if b.after {
+		o.interruptAfter = append(o.interruptAfter, b.nodes...)
+	} else {
+		o.interruptBefore = append(o.interruptBefore, b.nodes...)
+	}
+}
+
+func (b breakpoints) applyRun(r *runConfig) {
+	if b.after {
+		r.interruptAfter = append(r.interruptAfter, b.nodes...)
+	} else {
+		r.interruptBefore = append(r.interruptBefore, b.nodes...)
+	}
+}
+
+// WithInterruptBefore pauses a run before any of the named nodes runs.
+func WithInterruptBefore(nodes ...string) BreakpointOption {
+	return breakpoints{nodes: slices.Clone(nodes)}
+}
+
+// WithInterruptAfter pauses a run after any of the named nodes ran.
+func WithInterruptAfter(nodes ...string) BreakpointOption {
+	return breakpoints{after: true, nodes: slices.Clone(nodes)}
+}
+
+// WithName names the compiled graph (Name returns it; a server shows it).
+func WithName(name string) CompileOption {
+	return compileOption(func(o *compileOptions) { o.name = name })
+}
 
 // Name is the name given with WithName, or "" when none was.
 func (g *Graph[S]) Name() string { return g.opts.name }

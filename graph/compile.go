@@ -30,7 +30,7 @@ func (c *compiler[S]) bad(format string, args ...any) {
 func (g *StateGraph[S]) Compile(opts ...CompileOption) (*Graph[S], error) {
 	o := compileOptions{codec: checkpoint.JSON}
 	for _, opt := range opts {
-		opt(&o)
+		opt.applyCompile(&o)
 	}
 	c := &compiler[S]{src: g, errs: slices.Clone(g.errs), reached: map[string]bool{}, out: &Graph[S]{opts: o}}
 	c.copyNodes()

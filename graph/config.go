@@ -166,6 +166,10 @@ type runConfig struct {
 	subgraphs      bool
 	resume         *resumeSpec
 	metadata       map[string]string
+	// breakpoints of this run only, by node name
+	interruptBefore []string
+	interruptAfter  []string
+	drain           <-chan struct{}
 }
 
 type stateConfig struct {
@@ -314,6 +318,14 @@ func WithResume(v any) RunOption {
 // WithResume or WithResumeByID, which continue the step the same way.
 func WithContinue() RunOption {
 	return runOption(func(r *runConfig) { r.resume = &resumeSpec{none: true} })
+}
+
+// WithDrain stops the run at the next step boundary once drain is closed:
+// the step in flight finishes and is saved, and the run returns ErrDrained
+// with its state. Continuing the thread (Invoke with an empty input) picks
+// up the next step. A server stops its runs this way when it shuts down.
+func WithDrain(drain <-chan struct{}) RunOption {
+	return runOption(func(r *runConfig) { r.drain = drain })
 }
 
 // WithResumeByID answers several pending interrupts, by interrupt id; the

@@ -13,6 +13,10 @@ var ErrNoSaver = errors.New("graph: no saver: compile with graph.WithSaver")
 // ErrNoThread is returned when a graph with a saver runs without a thread id.
 var ErrNoThread = errors.New("graph: no thread id in run config: pass graph.WithThread(id) to Invoke or Stream")
 
+// ErrDrained is returned by a run stopped at a step boundary by WithDrain;
+// with a saver, its thread continues from there.
+var ErrDrained = errors.New("graph: run drained at a step boundary: continue the thread with an empty input")
+
 // NodeError is a node's failure: its error or panic, with the node and step.
 type NodeError struct {
 	Node  string

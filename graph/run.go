@@ -115,6 +115,8 @@ type runner[S any] struct {
 	// parent the task that runs the subgraph.
 	initial *S
 	parent  *taskCtx
+	// before and after are the run's static breakpoints, by node index.
+	before, after []bool
 
 	state    S
 	step     int
@@ -245,6 +247,9 @@ func (r *runner[S]) configure(ctx context.Context, opts []RunOption) error {
 	if r.shared.store == nil {
 		r.shared.store, _ = ctx.Value(storeKey{}).(store.Store)
 	}
+	if err := r.breakpoints(); err != nil {
+		return err
+	}
 	if r.parent != nil {
 		// A subgraph run lives in its parent's task: it saves into the
 		// parent's thread under its own namespace, with the parent's saver
@@ -269,6 +274,32 @@ func (r *runner[S]) configure(ctx context.Context, opts []RunOption) error {
 		}
 	}
 	return nil
+}
+
+// breakpoints merges the run's own breakpoints with the graph's.
+func (r *runner[S]) breakpoints() error {
+	r.before, r.after = r.g.interruptBefore, r.g.interruptAfter
+	merge := func(set []bool, names []string, what string) ([]bool, error) {
+		if len(names) == 0 {
+			return set, nil
+		}
+		out := make([]bool, len(r.g.nodes))
+		copy(out, set)
+		for _, n := range names {
+			spec, ok := r.g.byName[n]
+			if !ok {
+				return nil, fmt.Errorf("graph: %s: the graph has no node %q", what, n)
+			}
+			out[spec.idx] = true
+		}
+		return out, nil
+	}
+	var err error
+	if r.before, err = merge(r.before, r.rc.interruptBefore, "WithInterruptBefore"); err != nil {
+		return err
+	}
+	r.after, err = merge(r.after, r.rc.interruptAfter, "WithInterruptAfter")
+	return err
 }
 
 // alloc makes the runner's scratch space.
@@ -442,20 +473,36 @@ func (r *runner[S]) loop(tasks []*task[S], resuming bool) (Result[S], error) {
 		if in := r.breakAfter(tasks, next); in != nil {
 			return r.result(in), nil
 		}
+		if r.draining() && len(next) > 0 {
+			return r.result(nil), ErrDrained
+		}
 		tasks = next
 		r.step++
 	}
 	return r.result(nil), nil
 }
 
+// draining reports whether WithDrain's channel is closed.
+func (r *runner[S]) draining() bool {
+	if r.rc.drain == nil {
+		return false
+	}
+	select {
+	case <-r.rc.drain:
+		return true
+	default:
+		return false
+	}
+}
+
 // breakBefore pauses the run at a static breakpoint before a task, except
 // on the step a run resumes.
 func (r *runner[S]) breakBefore(tasks []*task[S], resumed bool) []Interruption {
-	if r.g.interruptBefore == nil || resumed {
+	if r.before == nil || resumed {
 		return nil
 	}
 	for _, t := range tasks {
-		if t.node.idx >= 0 && r.g.interruptBefore[t.node.idx] && !t.done {
+		if t.node.idx >= 0 && r.before[t.node.idx] && !t.done {
 			in := []Interruption{{ID: interruptID(r.rc.cfg.Namespace+"|"+t.cx.tc.taskID(), -1), Node: t.node.name, TaskID: t.cx.tc.taskID(), Namespace: r.rc.cfg.Namespace, When: "before"}}
 			r.emitInterrupts(in)
 			return in
@@ -467,11 +514,11 @@ func (r *runner[S]) breakBefore(tasks []*task[S], resumed bool) []Interruption {
 // breakAfter pauses the run at a static breakpoint after a task, when
 // something is left to run.
 func (r *runner[S]) breakAfter(tasks, next []*task[S]) []Interruption {
-	if r.g.interruptAfter == nil || len(next) == 0 {
+	if r.after == nil || len(next) == 0 {
 		return nil
 	}
 	for _, t := range tasks {
-		if t.node.idx >= 0 && r.g.interruptAfter[t.node.idx] {
+		if t.node.idx >= 0 && r.after[t.node.idx] {
 			in := []Interruption{{ID: interruptID(r.rc.cfg.Namespace+"|"+t.cx.tc.taskID(), -2), Node: t.node.name, TaskID: t.cx.tc.taskID(), Namespace: r.rc.cfg.Namespace, When: "after"}}
 			r.emitInterrupts(in)
 			return in
