@@ -167,7 +167,7 @@ func ExampleWithTTL() {
 	ctx := context.Background()
 	ns := []string{"sessions"}
 
-	_ = s.Put(ctx, ns, "default", map[string]any{}, store.PutOptions{})                  // the store's default: an hour
+	_ = s.Put(ctx, ns, "default", map[string]any{}, store.PutOptions{})                    // the store's default: an hour
 	_ = s.Put(ctx, ns, "short", map[string]any{}, store.PutOptions{TTL: 10 * time.Minute}) // its own
 	_ = s.Put(ctx, ns, "kept", map[string]any{}, store.PutOptions{TTL: store.NoTTL})       // none
 
