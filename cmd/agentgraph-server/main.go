@@ -25,14 +25,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentgraph/agentgraph/checkpoint"
 	"github.com/agentgraph/agentgraph/checkpoint/bolt"
-	"github.com/agentgraph/agentgraph/graph"
-	"github.com/agentgraph/agentgraph/model"
-	"github.com/agentgraph/agentgraph/model/anthropic"
-	"github.com/agentgraph/agentgraph/model/openai"
-	"github.com/agentgraph/agentgraph/model/scripted"
-	"github.com/agentgraph/agentgraph/prebuilt"
+	"github.com/agentgraph/agentgraph/internal/codeact"
 	"github.com/agentgraph/agentgraph/sandbox/local"
 	"github.com/agentgraph/agentgraph/sandboxtool"
 	"github.com/agentgraph/agentgraph/server"
@@ -88,7 +82,7 @@ func run(ctx context.Context, f flags, logw io.Writer, ready chan<- string) (err
 		_, cerr := reg.Close(context.WithoutCancel(ctx))
 		err = errors.Join(err, cerr)
 	}()
-	chat, err := chatModel(f.model, f.provider)
+	chat, err := codeact.ChatModel(f.model, f.provider)
 	if err != nil {
 		return err
 	}
@@ -97,7 +91,7 @@ func run(ctx context.Context, f flags, logw io.Writer, ready chan<- string) (err
 		return fmt.Errorf("open thread file: %w", err)
 	}
 	defer saver.Close()
-	agent, err := buildGraph(chat, reg.RunPython(), saver)
+	agent, err := codeact.Build(chat, reg.RunPython(), saver)
 	if err != nil {
 		return err
 	}
@@ -145,37 +139,4 @@ func run(ctx context.Context, f flags, logw io.Writer, ready chan<- string) (err
 		err = nil
 	}
 	return errors.Join(err, serr, herr)
-}
-
-// chatModel and buildGraph wire the agent as examples/codeact does.
-func chatModel(name, provider string) (model.ChatModel, error) {
-	if name == "" || name == "scripted" {
-		return scripted.CodeAct(scripted.WithProgram(scripted.PrimesPrompt, scripted.PrimesProgram)), nil
-	}
-	switch provider {
-	case "anthropic":
-		return anthropic.New(name, anthropic.WithAPIKey(os.Getenv("ANTHROPIC_API_KEY")))
-	case "", "openai":
-		return openai.New(name)
-	}
-	return nil, fmt.Errorf("unknown provider %q: use -provider openai or -provider anthropic", provider)
-}
-
-func buildGraph(chat model.ChatModel, runPython *prebuilt.Tool, saver checkpoint.Saver) (*graph.Graph[prebuilt.MessagesState], error) {
-	tools := []*prebuilt.Tool{runPython}
-	agent, err := prebuilt.NewModelNode(chat, prebuilt.Messages, tools)
-	if err != nil {
-		return nil, err
-	}
-	toolNode, err := prebuilt.NewToolNode(prebuilt.Messages, tools)
-	if err != nil {
-		return nil, err
-	}
-	return graph.New(prebuilt.Messages).
-		AddNode("agent", agent).
-		AddNode("tools", toolNode).
-		AddEdge(graph.START, "agent").
-		AddConditionalEdges("agent", prebuilt.ToolsCondition(prebuilt.Messages), prebuilt.ToolsBranch()).
-		AddEdge("tools", "agent").
-		Compile(graph.WithSaver(saver))
 }

@@ -25,10 +25,8 @@ import (
 	"github.com/agentgraph/agentgraph/checkpoint"
 	"github.com/agentgraph/agentgraph/checkpoint/bolt"
 	"github.com/agentgraph/agentgraph/graph"
+	"github.com/agentgraph/agentgraph/internal/codeact"
 	"github.com/agentgraph/agentgraph/model"
-	"github.com/agentgraph/agentgraph/model/anthropic"
-	"github.com/agentgraph/agentgraph/model/openai"
-	"github.com/agentgraph/agentgraph/model/scripted"
 	"github.com/agentgraph/agentgraph/prebuilt"
 	"github.com/agentgraph/agentgraph/sandbox"
 	"github.com/agentgraph/agentgraph/sandbox/local"
@@ -97,7 +95,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 		err = errors.Join(err, cerr)
 	}()
 
-	chat, err := chatModel(cfg.Model, cfg.Provider)
+	chat, err := codeact.ChatModel(cfg.Model, cfg.Provider)
 	if err != nil {
 		return err
 	}
@@ -111,7 +109,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 		saver = db
 	}
 	runPython := reg.RunPython()
-	agent, err := buildGraph(chat, runPython, saver)
+	agent, err := codeact.Build(chat, runPython, saver)
 	if err != nil {
 		return err
 	}
@@ -160,50 +158,6 @@ func openBackend(cfg config) (sandbox.Backend, error) {
 		return b, nil
 	}
 	return nil, fmt.Errorf("unknown sandbox backend %q: use -backend local", cfg.Backend)
-}
-
-// chatModel returns the guide's scripted stand-in, or a model behind an OpenAI-compatible endpoint or
-// Anthropic's API.
-func chatModel(name, provider string) (model.ChatModel, error) {
-	if name == "" || name == "scripted" {
-		return scripted.CodeAct(scripted.WithProgram(scripted.PrimesPrompt, scripted.PrimesProgram)), nil
-	}
-	switch provider {
-	case "anthropic":
-		m, err := anthropic.New(name, anthropic.WithAPIKey(os.Getenv("ANTHROPIC_API_KEY")))
-		if err != nil {
-			return nil, fmt.Errorf("model %q: %w (set ANTHROPIC_API_KEY)", name, err)
-		}
-		return m, nil
-	case "", "openai":
-	default:
-		return nil, fmt.Errorf("unknown provider %q: use -provider openai or -provider anthropic", provider)
-	}
-	m, err := openai.New(name)
-	if err != nil {
-		return nil, fmt.Errorf("model %q: %w (set OPENAI_API_KEY, and OPENAI_BASE_URL for an endpoint other than OpenAI's)", name, err)
-	}
-	return m, nil
-}
-
-// buildGraph wires the guide's graph: START -> agent -> (tools -> agent)* -> END.
-func buildGraph(chat model.ChatModel, runPython *prebuilt.Tool, saver checkpoint.Saver) (*graph.Graph[prebuilt.MessagesState], error) {
-	tools := []*prebuilt.Tool{runPython}
-	agent, err := prebuilt.NewModelNode(chat, prebuilt.Messages, tools)
-	if err != nil {
-		return nil, err
-	}
-	toolNode, err := prebuilt.NewToolNode(prebuilt.Messages, tools)
-	if err != nil {
-		return nil, err
-	}
-	return graph.New(prebuilt.Messages).
-		AddNode("agent", agent).
-		AddNode("tools", toolNode).
-		AddEdge(graph.START, "agent").
-		AddConditionalEdges("agent", prebuilt.ToolsCondition(prebuilt.Messages), prebuilt.ToolsBranch()).
-		AddEdge("tools", "agent").
-		Compile(graph.WithSaver(saver))
 }
 
 type asker struct {

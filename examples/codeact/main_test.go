@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentgraph/agentgraph/checkpoint/bolt"
 	"github.com/agentgraph/agentgraph/graph"
+	"github.com/agentgraph/agentgraph/internal/codeact"
 	"github.com/agentgraph/agentgraph/model/scripted"
 	"github.com/agentgraph/agentgraph/prebuilt"
 	"github.com/agentgraph/agentgraph/sandbox"
@@ -171,7 +172,7 @@ func TestSecondRunContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer saver.Close()
-	g, err := buildGraph(scripted.CodeAct(), prebuilt.MustTool("run_python", "", func(context.Context, sandboxtool.RunPythonArgs) (string, error) {
+	g, err := codeact.Build(scripted.CodeAct(), prebuilt.MustTool("run_python", "", func(context.Context, sandboxtool.RunPythonArgs) (string, error) {
 		return "", nil
 	}), saver)
 	if err != nil {
