@@ -51,7 +51,7 @@ var (
 	chatTurns = graph.Field("turns", func(s *chat) *int { return &s.Turns }, graph.LastValue[int]())
 )
 
-func chatLoop(b *testing.B, turns int, saver checkpoint.Saver) *graph.Graph[chat] {
+func chatLoop(tb testing.TB, turns int, saver checkpoint.Saver) *graph.Graph[chat] {
 	call, result := strings.Repeat("c", 200), strings.Repeat("r", 200)
 	sb := graph.New[chat](chatLog, chatTurns)
 	sb.AddNodeFunc("agent", func(ctx context.Context, s chat) (graph.Update[chat], error) {
@@ -69,7 +69,7 @@ func chatLoop(b *testing.B, turns int, saver checkpoint.Saver) *graph.Graph[chat
 	}), graph.BranchConfig{Paths: []string{"tools", graph.END}})
 	g, err := sb.Compile(graph.WithSaver(saver))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return g
 }
@@ -172,5 +172,33 @@ func BenchmarkGrowth(b *testing.B) {
 				b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(b.N*turns), "µs/turn")
 			})
 		}
+	}
+}
+
+// TestStorageGrowsLinearly: the bytes a thread takes in the database grow
+// with its length, not with its length squared: each row holds what its
+// step wrote, and full checkpoints add at most about as much again.
+func TestStorageGrowsLinearly(t *testing.T) {
+	pool := newPool(t, database(t), 4)
+	saver := newSaver(t, pool)
+	size := func(turns int) (rows, bytes int64) {
+		thread := fmt.Sprint("turns-", turns)
+		_, err := chatLoop(t, turns, saver).Invoke(context.Background(), graph.Updates(chatLog.Add("go")), graph.WithThread(thread),
+			graph.WithDurability(graph.DurabilitySync), graph.WithRecursionLimit(3*turns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = pool.QueryRow(context.Background(), `SELECT count(*), sum(octet_length(checkpoint) + octet_length(metadata))
+			FROM agentgraph_checkpoints WHERE thread_id = $1`, thread).Scan(&rows, &bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows, bytes
+	}
+	shortRows, short := size(100)
+	longRows, long := size(1000)
+	t.Logf("100 turns: %d rows, %d bytes; 1000 turns: %d rows, %d bytes (%.1f×)", shortRows, short, longRows, long, float64(long)/float64(short))
+	if r := float64(long) / float64(short); r < 7 || r > 15 {
+		t.Fatalf("1000 turns take %.1f× the bytes of 100 turns; want about 10× (linear)", r)
 	}
 }
