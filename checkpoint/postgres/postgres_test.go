@@ -370,3 +370,37 @@ func TestClose(t *testing.T) {
 	}
 	unlock()
 }
+
+// TestStatementsArePrepared: the Saver's statements are prepared once per
+// connection and then executed with parameters.
+func TestStatementsArePrepared(t *testing.T) {
+	pool := newPool(t, database(t), 1)
+	s := newSaver(t, pool)
+	cfg, err := s.Put(ctx, checkpoint.Config{ThreadID: "t1"}, &checkpoint.Checkpoint{}, checkpoint.Metadata{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := s.PutWrites(ctx, cfg, "task", []checkpoint.PendingWrite{{Channel: "ch"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Get(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range s.List(ctx, checkpoint.Config{ThreadID: "t1"}, checkpoint.ListOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// One connection: the one that ran everything above.
+	var n int
+	err = pool.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements
+		WHERE statement LIKE '%agentgraph_checkpoints%' OR statement LIKE '%agentgraph_writes%'`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 4 { // put, putWrites, getByID, listFirst
+		t.Fatalf("%d of the Saver's statements are prepared on its connection; want at least 4", n)
+	}
+}
