@@ -46,14 +46,19 @@ type memSpace struct {
 	items map[string]*memItem
 }
 
-// memItem is one stored item. Everything but expires is set before the
-// item is published and never changes after; expires moves when a read
-// under the read lock refreshes it.
+// memItem is one stored item. Its data is set before the item is
+// published and never changes after; expires moves when a read under the
+// read lock refreshes it. An item with a TTL is in the expiry heap, whose
+// fields change under the write lock only.
 type memItem struct {
 	created, updated int64 // unix nanoseconds
 	ttl              time.Duration
 	expires          atomic.Int64 // unix nanoseconds; 0: never
 	value            map[string]any
+
+	space, key string
+	at         int64 // when the sweep looks at it: expires when scheduled
+	index      int   // in the expiry heap; -1 when out of it
 }
 
 // live reports whether it has not expired at now.
@@ -118,14 +123,17 @@ func (m *Memory) Put(ctx context.Context, namespace []string, key string, value 
 		sp = &memSpace{ns: slices.Clone(namespace), items: map[string]*memItem{}}
 		m.spaces[sk] = sp
 	}
-	it := &memItem{created: now, updated: now, ttl: ttl, value: doc}
-	if old := sp.items[key]; old != nil && old.live(now) {
-		it.created = old.created
+	it := &memItem{created: now, updated: now, ttl: ttl, value: doc, space: sk, key: key, index: -1}
+	if old := sp.items[key]; old != nil {
+		if old.live(now) {
+			it.created = old.created
+		}
+		m.unschedule(old)
 	}
 	if ttl > 0 {
-		at := now + int64(ttl)
-		it.expires.Store(at)
-		heap.Push(&m.expiry, expiryEntry{at: at, space: sk, key: key, item: it})
+		it.at = now + int64(ttl)
+		it.expires.Store(it.at)
+		heap.Push(&m.expiry, it)
 		m.startSweeper()
 	}
 	sp.items[key] = it
@@ -157,11 +165,14 @@ func (m *Memory) Get(ctx context.Context, namespace []string, key string, opts G
 		return nil, ErrClosed
 	}
 	now := stamp(m.clock.Now())
+	var it *memItem
 	sp := m.spaces[spaceKey(namespace)]
-	if sp == nil || sp.items[key] == nil || !sp.items[key].live(now) {
+	if sp != nil {
+		it = sp.items[key]
+	}
+	if it == nil || !it.live(now) {
 		return nil, fmt.Errorf("%w: %q in namespace %q", ErrNotFound, key, namespace)
 	}
-	it := sp.items[key]
 	m.refresh(it, now, opts.RefreshTTL)
 	return it.export(sp.ns, key), nil
 }
@@ -219,13 +230,27 @@ func (m *Memory) Delete(ctx context.Context, namespace []string, key string) err
 		return ErrClosed
 	}
 	sk := spaceKey(namespace)
-	if sp := m.spaces[sk]; sp != nil {
-		delete(sp.items, key)
-		if len(sp.items) == 0 {
-			delete(m.spaces, sk)
-		}
+	if sp := m.spaces[sk]; sp != nil && sp.items[key] != nil {
+		m.remove(sp, sp.items[key])
 	}
 	return nil
+}
+
+// remove deletes it from sp, and sp from the store once it is empty. The
+// caller holds the write lock.
+func (m *Memory) remove(sp *memSpace, it *memItem) {
+	m.unschedule(it)
+	delete(sp.items, it.key)
+	if len(sp.items) == 0 {
+		delete(m.spaces, it.space)
+	}
+}
+
+// unschedule takes it out of the expiry heap if it is there.
+func (m *Memory) unschedule(it *memItem) {
+	if it.index >= 0 {
+		heap.Remove(&m.expiry, it.index)
+	}
 }
 
 // ctxEvery is how many items a scan looks at between checks of its context.
@@ -383,20 +408,14 @@ func (m *Memory) sweepChunk() (deleted int, more bool, err error) {
 		if i == sweepChunk {
 			return deleted, true, nil
 		}
-		e := heap.Pop(&m.expiry).(expiryEntry)
-		sp := m.spaces[e.space]
-		if sp == nil || sp.items[e.key] != e.item {
-			continue // deleted or replaced since
-		}
-		if at := e.item.expires.Load(); at > now {
+		it := m.expiry[0]
+		if at := it.expires.Load(); at > now {
 			// Refreshed by a read: look again when the new time comes.
-			heap.Push(&m.expiry, expiryEntry{at: at, space: e.space, key: e.key, item: e.item})
+			it.at = at
+			heap.Fix(&m.expiry, 0)
 			continue
 		}
-		delete(sp.items, e.key)
-		if len(sp.items) == 0 {
-			delete(m.spaces, e.space)
-		}
+		m.remove(m.spaces[it.space], it)
 		deleted++
 	}
 	return deleted, false, nil
@@ -446,24 +465,28 @@ func (m *Memory) Close() error {
 	return nil
 }
 
-// expiryEntry schedules a look at an item when it would expire.
-type expiryEntry struct {
-	at    int64
-	space string
-	key   string
-	item  *memItem
-}
-
-type expiryHeap []expiryEntry
+// expiryHeap orders the items that have a TTL by when the sweep should
+// look at them.
+type expiryHeap []*memItem
 
 func (h expiryHeap) Len() int           { return len(h) }
 func (h expiryHeap) Less(i, j int) bool { return h[i].at < h[j].at }
-func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiryEntry)) }
+func (h expiryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+
+func (h *expiryHeap) Push(x any) {
+	it := x.(*memItem)
+	it.index = len(*h)
+	*h = append(*h, it)
+}
+
 func (h *expiryHeap) Pop() any {
 	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = expiryEntry{}
+	it := old[len(old)-1]
+	old[len(old)-1] = nil
+	it.index = -1
 	*h = old[:len(old)-1]
-	return e
+	return it
 }
