@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 )
@@ -34,7 +33,7 @@ func TestExpiryHeapSize(t *testing.T) {
 	}
 	for i, it := range m.expiry {
 		if it.index != i {
-			t.Errorf("entry %d of the heap (%s) says it is at %d", i, fmt.Sprint(it.key), it.index)
+			t.Errorf("entry %d of the heap (%s) says it is at %d", i, it.key, it.index)
 		}
 	}
 }

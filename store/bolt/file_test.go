@@ -208,9 +208,21 @@ func TestSweepBesideReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	const n = 3000
-	for i := range n {
-		if err := s.Put(ctx, []string{"m"}, string(rune(0x4e00+i)), map[string]any{"i": i}, store.PutOptions{TTL: time.Minute}); err != nil {
+	const n, writers = 2500, 8 // more than one sweep commit deletes
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			for i := w; i < n; i += writers {
+				if err := s.Put(ctx, []string{"m"}, string(rune(0x4e00+i)), map[string]any{"i": i}, store.PutOptions{TTL: time.Minute}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
 	}

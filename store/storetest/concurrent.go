@@ -228,9 +228,9 @@ var contextTests = []test{
 		}
 	}},
 	{name: "DeadlineDuringScan", run: func(t *testing.T, e *env) {
-		for i := range 600 {
-			e.put(t, ns("m", fmt.Sprint(i%50)), fmt.Sprint(i), doc("i", i))
-		}
+		e.putMany(t, 600, func(i int) ([]string, string, map[string]any, time.Duration) {
+			return ns("m", fmt.Sprint(i%50)), fmt.Sprint(i), doc("i", i), 0
+		})
 		expired, cancel := context.WithDeadline(ctx, time.Unix(0, 0))
 		defer cancel()
 		_, err := e.s.Search(expired, nil, store.SearchOptions{Filter: doc("i", doc("$gte", 0))})

@@ -95,6 +95,24 @@ func (e *env) putTTL(t *testing.T, ns []string, key string, value map[string]any
 	}
 }
 
+// putMany puts n items from several goroutines at once, which stores that
+// share commits between concurrent writers put faster.
+func (e *env) putMany(t *testing.T, n int, item func(i int) (ns []string, key string, value map[string]any, ttl time.Duration)) {
+	t.Helper()
+	err := parallel(writers, func(w int) error {
+		for i := w; i < n; i += writers {
+			space, key, value, ttl := item(i)
+			if err := e.s.Put(ctx, space, key, value, store.PutOptions{TTL: ttl}); err != nil {
+				return fmt.Errorf("Put(%q, %q): %w", space, key, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (e *env) get(t *testing.T, ns []string, key string) *store.Item {
 	t.Helper()
 	return e.getOpts(t, ns, key, store.GetOptions{})

@@ -141,9 +141,9 @@ var ttlTests = []test{
 	{name: "SweepMany", run: func(t *testing.T, e *env) {
 		sw := e.sweeper(t)
 		const n = 1200 // more than a store would delete in one go
-		for i := range n {
-			e.putTTL(t, ns("m", string(rune('a'+i%7))), string(rune(0x4e00+i)), doc("i", i), time.Minute)
-		}
+		e.putMany(t, n, func(i int) ([]string, string, map[string]any, time.Duration) {
+			return ns("m", string(rune('a'+i%7))), string(rune(0x4e00 + i)), doc("i", i), time.Minute
+		})
 		e.clock.Advance(time.Minute)
 		if got, err := sw.Sweep(ctx); err != nil || got != n {
 			t.Fatalf("Sweep = %d, %v; want %d, nil", got, err, n)
