@@ -61,8 +61,9 @@ func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d
 // key. A namespace is stored as its labels, each escaped and ended by a zero
 // byte, so that one namespace's prefixes are byte prefixes of it and byte
 // order is label order: Search by prefix and ListNamespaces read index
-// ranges. Filters are applied as rows stream in, so Search stops reading
-// once it has its page. Unless the policy has no sweep, each Store deletes
+// ranges. The database pages a Search without a filter; a filter is
+// applied by this process to the live items under the prefix, in order,
+// decoding each only until the page is full. Unless the policy has no sweep, each Store deletes
 // expired items every TTLConfig.SweepInterval until Close.
 type Store struct {
 	pool  *pgxpool.Pool
@@ -370,7 +371,8 @@ func (s *Store) Delete(ctx context.Context, namespace []string, key string) erro
 }
 
 // Search implements store.Store. Without a filter the database pages the
-// result; with one, rows stream in order until the page is full.
+// result; with one, this process filters the items under the prefix in
+// order until the page is full.
 func (s *Store) Search(ctx context.Context, prefix []string, opts store.SearchOptions) ([]*store.Item, error) {
 	if err := store.ValidatePrefix(prefix); err != nil {
 		return nil, err
