@@ -63,8 +63,9 @@ func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d
 // order is label order: Search by prefix and ListNamespaces read index
 // ranges. The database pages a Search without a filter; a filter is
 // applied by this process to the live items under the prefix, in order,
-// decoding each only until the page is full. Unless the policy has no sweep, each Store deletes
-// expired items every TTLConfig.SweepInterval until Close.
+// decoding each only until the page is full. Unless the policy has no
+// sweep, each Store deletes expired items every TTLConfig.SweepInterval
+// until Close.
 type Store struct {
 	pool  *pgxpool.Pool
 	clock store.Clock
