@@ -174,7 +174,10 @@ func Open(path string, opts ...OpenOption) (*Store, error) {
 // New returns a Store in db, which the caller opened and closes after the
 // Store's Close. The store keeps to its own bucket, "agentgraph.store", so
 // the file may hold anything else; New creates the bucket if it is missing
-// and fails with ErrIncompatible if it holds another Format.
+// and fails with ErrIncompatible if it holds another Format. A bbolt file is
+// open in one place at a time, and checkpoint/bolt opens its files by path:
+// a file that holds both threads and memories is open to one of the two at
+// a time.
 func New(db *bbolt.DB, opts ...Option) (*Store, error) {
 	var o options
 	for _, opt := range opts {
