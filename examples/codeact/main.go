@@ -1,12 +1,13 @@
 // Command codeact runs the sandbox guide's CodeAct agent end to end: a model node and a ToolNode with the
 // run_python tool, one sandbox per graph thread, four scenarios, then every sandbox cleaned up.
 //
-//	go run ./examples/codeact [-progress] [-keep] [-db threads.db] [-model scripted|<model name>] [-backend local]
+//	go run ./examples/codeact [-progress] [-keep] [-db threads.db] [-model scripted|<model name>] [-backend local|sandboxer]
 //	                       [-provider openai|anthropic] [-sandbox-root dir]
 //
 // With -model set to a model name the agent calls an OpenAI-compatible endpoint (OPENAI_API_KEY,
 // OPENAI_BASE_URL), or with -provider anthropic Anthropic's Messages API (ANTHROPIC_API_KEY), instead of the
-// scripted stand-in; nothing else changes.
+// scripted stand-in; nothing else changes. With -backend sandboxer the sandboxes are those of the Sandboxer API
+// (SANDBOXER_API_KEY; SANDBOXER_API_URL for an agentgraph-sandboxd instead of the hosted service).
 package main
 
 import (
@@ -30,12 +31,13 @@ import (
 	"github.com/agentgraph/agentgraph/prebuilt"
 	"github.com/agentgraph/agentgraph/sandbox"
 	"github.com/agentgraph/agentgraph/sandbox/local"
+	"github.com/agentgraph/agentgraph/sandbox/sandboxer"
 	"github.com/agentgraph/agentgraph/sandboxtool"
 )
 
 // config is what the flags set.
 type config struct {
-	Backend     string // only "local" today
+	Backend     string // "local", or "sandboxer": the Sandboxer API, hosted or an agentgraph-sandboxd
 	SandboxRoot string // local backend's state directory; "" means local.DefaultRoot()
 	Keep        bool   // stop the sandboxes at the end instead of deleting them
 	Model       string // "scripted", or a model name for an OpenAI-compatible endpoint
@@ -48,7 +50,7 @@ func main() {
 	local.Init() // first: in the re-executed sandbox helper this never returns
 
 	var cfg config
-	flag.StringVar(&cfg.Backend, "backend", "local", "sandbox backend: local (isolated processes on this Linux machine)")
+	flag.StringVar(&cfg.Backend, "backend", "local", "sandbox backend: local (isolated processes on this Linux machine) or sandboxer (the Sandboxer API at SANDBOXER_API_URL with SANDBOXER_API_KEY)")
 	flag.StringVar(&cfg.SandboxRoot, "sandbox-root", "", "directory holding the local backend's sandboxes (default "+local.DefaultRoot()+")")
 	flag.BoolVar(&cfg.Keep, "keep", false, "stop the sandboxes at the end instead of deleting them, so a later run with -db continues with their files")
 	flag.StringVar(&cfg.Model, "model", "scripted", "scripted (the guide's stand-in), or a model name for the endpoint at OPENAI_BASE_URL with OPENAI_API_KEY")
@@ -156,8 +158,14 @@ func openBackend(cfg config) (sandbox.Backend, error) {
 			return nil, fmt.Errorf("open the local sandbox backend: %w", err)
 		}
 		return b, nil
+	case "sandboxer":
+		b, err := sandboxer.New(sandboxer.OptionsFromEnv()...)
+		if err != nil {
+			return nil, fmt.Errorf("open the sandboxer backend: %w", err)
+		}
+		return b, nil
 	}
-	return nil, fmt.Errorf("unknown sandbox backend %q: use -backend local", cfg.Backend)
+	return nil, fmt.Errorf("unknown sandbox backend %q: use -backend local or -backend sandboxer", cfg.Backend)
 }
 
 type asker struct {

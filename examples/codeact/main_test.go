@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +23,7 @@ import (
 	"github.com/agentgraph/agentgraph/prebuilt"
 	"github.com/agentgraph/agentgraph/sandbox"
 	"github.com/agentgraph/agentgraph/sandbox/local"
+	"github.com/agentgraph/agentgraph/sandbox/sandboxd"
 	"github.com/agentgraph/agentgraph/sandboxtool"
 )
 
@@ -298,5 +301,53 @@ func BenchmarkGuide(b *testing.B) {
 		if err := run(context.Background(), config{Backend: "local", SandboxRoot: root}, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// -backend sandboxer plays the four scenarios through the Sandboxer API: the client, an agentgraph-sandboxd
+// server on a loopback port, and the local backend behind it. The output is the guide's; with -keep a second
+// run finds the same sandboxes by name, resumes them and deletes them at the end.
+func TestGuideScenariosSandboxer(t *testing.T) {
+	t.Setenv(sandboxtool.EnvTimeout, "")
+	os.Unsetenv(sandboxtool.EnvTimeout)
+	root := t.TempDir()
+	lb, err := local.New(local.WithRoot(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Close()
+	keys := &sandboxd.Keys{}
+	secret, _, err := keys.Add("codeact", sandboxd.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := sandboxd.New(lb, sandboxd.WithKeys(keys), sandboxd.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	t.Setenv("SANDBOXER_API_KEY", "")
+	t.Setenv("SANDBOXER_TOKEN", "")
+	t.Setenv("SANDBOXER_ORG", "")
+	t.Setenv("SANDBOXER_API_URL", hs.URL+sandboxd.Prefix)
+	if err := run(context.Background(), config{Backend: "sandboxer"}, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "SANDBOXER_API_KEY") {
+		t.Errorf("without a key: %v; want an error naming SANDBOXER_API_KEY", err)
+	}
+	t.Setenv("SANDBOXER_API_KEY", secret)
+
+	var first, second bytes.Buffer
+	if err := run(context.Background(), config{Backend: "sandboxer", Keep: true}, &first, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	id1, id2 := checkGuide(t, first.String(), "stopped")
+	if err := run(context.Background(), config{Backend: "sandboxer"}, &second, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if again1, again2 := checkGuide(t, second.String(), "deleted"); again1 != id1 || again2 != id2 {
+		t.Errorf("second run used %s and %s; want the first run's %s and %s", again1, again2, id1, id2)
+	}
+	if infos := listAll(t, root); len(infos) != 0 {
+		t.Errorf("after the runs the backend still holds %v", infos)
 	}
 }
