@@ -50,7 +50,7 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = "usage: agentgraph-sandboxd serve -keys FILE [flags] | keys add|list|remove -keys FILE ..."
+const usage = "usage: agentgraph-sandboxd serve -keys FILE [flags], or agentgraph-sandboxd keys add|list|remove -keys FILE"
 
 // run runs one command and returns the exit code: 2 for a usage error, 1 for a failure.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		return serve(ctx, args[1:], stderr)
 	case "keys":
 		if len(args) < 2 {
-			return 2, errors.New("usage: agentgraph-sandboxd keys add|list|remove -keys FILE ...")
+			return 2, errors.New("usage: agentgraph-sandboxd keys add|list|remove -keys FILE [flags]")
 		}
 		return keys(args[1], args[2:], stdout, stderr)
 	}
@@ -86,7 +86,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (int, error) {
 		return 2, err
 	}
 	if *keyFile == "" || fs.NArg() != 0 || (*cert == "") != (*key == "") {
-		return 2, errors.New("usage: agentgraph-sandboxd serve -keys FILE [-addr HOST:PORT] [-tls-cert FILE -tls-key FILE] ...")
+		return 2, errors.New("usage: agentgraph-sandboxd serve -keys FILE [-addr HOST:PORT] [-tls-cert FILE -tls-key FILE] [flags]")
 	}
 	if *stateFile == "" {
 		*stateFile = filepath.Join(filepath.Dir(*keyFile), "sandboxd-state.json")
