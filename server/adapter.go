@@ -38,6 +38,8 @@ type runContext struct {
 	// resumePending continues the thread's pending step instead of
 	// applying the input again (a run restarted after a shutdown).
 	resumePending bool
+	// drain, once closed, stops the run at its next step boundary.
+	drain <-chan struct{}
 }
 
 type adapter[S any] struct {
@@ -244,13 +246,26 @@ func (a *adapter[S]) prepare(k *runKwargs) (runFunc, error) {
 	if modes.debug {
 		engineModes |= graph.ModeDebug
 	}
+	for _, bp := range []struct {
+		field string
+		raw   json.RawMessage
+		opt   func(...string) graph.BreakpointOption
+	}{{"interrupt_before", k.InterruptBefore, graph.WithInterruptBefore}, {"interrupt_after", k.InterruptAfter, graph.WithInterruptAfter}} {
+		nodes, err := a.breakpointNodes(bp.field, bp.raw)
+		if err != nil {
+			return nil, err
+		}
+		if len(nodes) > 0 {
+			opts = append(opts, bp.opt(nodes...))
+		}
+	}
 	opts = append(opts, graph.WithStreamModes(engineModes))
 	if k.Subgraphs {
 		opts = append(opts, graph.WithSubgraphs())
 	}
 	checkpointID := k.checkpointID()
 	return func(ctx context.Context, rc runContext) (json.RawMessage, error) {
-		ropts := append(slices.Clip(opts), graph.WithThread(rc.threadID), graph.WithRunID(rc.runID))
+		ropts := append(slices.Clip(opts), graph.WithThread(rc.threadID), graph.WithRunID(rc.runID), graph.WithDrain(rc.drain))
 		if checkpointID != "" {
 			ropts = append(ropts, graph.WithCheckpointID(checkpointID))
 		}
@@ -272,6 +287,37 @@ func (a *adapter[S]) prepare(k *runKwargs) (runFunc, error) {
 		}
 		return a.run(ctx, rc, in, ropts, modes)
 	}, nil
+}
+
+// breakpointNodes reads a run's interrupt_before or interrupt_after: "*"
+// for every node, or a list of node names.
+func (a *adapter[S]) breakpointNodes(field string, raw json.RawMessage) ([]string, error) {
+	if emptyJSON(raw) {
+		return nil, nil
+	}
+	var all string
+	if json.Unmarshal(raw, &all) == nil {
+		if all != "*" {
+			return nil, badField(field, `expected "*" or a list of node names, got %q`, all)
+		}
+		var out []string
+		for _, n := range a.g.Drawing().Nodes {
+			if n != graph.START && n != graph.END {
+				out = append(out, n)
+			}
+		}
+		return out, nil
+	}
+	var names []string
+	if err := json.Unmarshal(raw, &names); err != nil {
+		return nil, badField(field, `expected "*" or a list of node names, got %s`, jsonTypeOf(raw))
+	}
+	for i, n := range names {
+		if !a.nodes[n] || n == graph.START || n == graph.END {
+			return nil, badField(fmt.Sprintf("%s[%d]", field, i), "the graph has no node %q", n)
+		}
+	}
+	return names, nil
 }
 
 func metadataString(v any) string {

@@ -3,9 +3,12 @@ package server
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/agentgraph/agentgraph/graph"
 )
 
 func (s *Server) runRoutes() {
@@ -306,7 +309,7 @@ func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, lr *liveRun, ca
 		select {
 		case <-lr.done:
 			out := lr.result
-			if lr.err != nil && lr.ctx.Err() == nil {
+			if lr.err != nil && lr.ctx.Err() == nil && !errors.Is(lr.err, graph.ErrDrained) {
 				out, _ = json.Marshal(map[string]any{"__error__": map[string]string{"error": errorName(lr.err), "message": lr.err.Error()}})
 			}
 			if out == nil {
@@ -356,13 +359,6 @@ func (s *Server) createRun(threadID string, body *runCreate, stateless bool) (*l
 			return nil, badField(field, "unknown value %q: use one of %v", v, ok[1:])
 		}
 	}
-	if !emptyJSON(body.InterruptBefore) || !emptyJSON(body.InterruptAfter) {
-		field := "interrupt_before"
-		if emptyJSON(body.InterruptBefore) {
-			field = "interrupt_after"
-		}
-		return nil, badField(field, "breakpoints per run are not supported; compile the graph with graph.WithInterruptBefore or graph.WithInterruptAfter, or pause in a node with graph.Interrupt")
-	}
 	if body.AfterSeconds < 0 {
 		return nil, badField("after_seconds", "must not be negative")
 	}
@@ -372,7 +368,8 @@ func (s *Server) createRun(threadID string, body *runCreate, stateless bool) (*l
 	}
 	k := runKwargs{Input: body.Input, Command: body.Command, Config: body.Config, Context: body.Context, StreamMode: modes,
 		Webhook: body.Webhook, FeedbackKeys: body.FeedbackKeys, Subgraphs: body.StreamSubgraphs, Resumable: body.StreamResumable,
-		CheckpointID: body.CheckpointID, Durability: body.Durability, Metadata: body.Metadata}
+		CheckpointID: body.CheckpointID, Durability: body.Durability, Metadata: body.Metadata,
+		InterruptBefore: body.InterruptBefore, InterruptAfter: body.InterruptAfter}
 	if body.Checkpoint != nil && body.Checkpoint.CheckpointID != "" {
 		k.CheckpointID = body.Checkpoint.CheckpointID
 	}

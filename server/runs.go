@@ -99,6 +99,9 @@ type scheduler struct {
 	closing  bool
 	stopped  bool
 	wg       sync.WaitGroup
+	// drain is closed when the server shuts down: running runs stop at
+	// their next step boundary (graph.WithDrain).
+	drain chan struct{}
 }
 
 // keptLogs bounds how many finished runs keep their event log for late
@@ -106,7 +109,7 @@ type scheduler struct {
 const keptLogs = 1024
 
 func newScheduler(s *Server, workers int) *scheduler {
-	sc := &scheduler{s: s, queued: map[string][]*liveRun{}, active: map[string]*liveRun{}, live: map[string]*liveRun{}}
+	sc := &scheduler{s: s, queued: map[string][]*liveRun{}, active: map[string]*liveRun{}, live: map[string]*liveRun{}, drain: make(chan struct{})}
 	sc.cond = sync.NewCond(&sc.mu)
 	for range workers {
 		sc.wg.Add(1)
@@ -184,6 +187,13 @@ func (sc *scheduler) execute(lr *liveRun) {
 		sc.finish(lr, nil, context.Cause(lr.ctx))
 		return
 	}
+	select {
+	case <-sc.drain:
+		// Promoted as the server began to shut down: it stays pending.
+		sc.finish(lr, nil, errShutdown)
+		return
+	default:
+	}
 	s.recs.mu.Lock()
 	sr := s.recs.runs[lr.id]
 	if sr == nil { // deleted while queued
@@ -213,9 +223,9 @@ func (sc *scheduler) execute(lr *liveRun) {
 	if st := s.cfg.store; st != nil {
 		ctx = graph.ContextWithStore(ctx, st)
 	}
-	rc := runContext{threadID: lr.threadID, runID: lr.id, graphID: lr.graph.id, assistantID: assistantID, emit: emit, resumePending: lr.resume}
+	rc := runContext{threadID: lr.threadID, runID: lr.id, graphID: lr.graph.id, assistantID: assistantID, emit: emit, resumePending: lr.resume, drain: sc.drain}
 	result, err := runSafely(ctx, lr.fn, rc)
-	if err != nil && lr.ctx.Err() == nil {
+	if err != nil && lr.ctx.Err() == nil && !errors.Is(err, graph.ErrDrained) {
 		emit("error", map[string]string{"error": errorName(err), "message": err.Error()})
 	}
 	sc.finish(lr, result, err)
@@ -261,8 +271,9 @@ func (sc *scheduler) finish(lr *liveRun, result json.RawMessage, err error) {
 	}
 	ctx := context.WithoutCancel(lr.ctx)
 	status := "success"
+	drained := errors.Is(err, graph.ErrDrained)
 	switch {
-	case errors.Is(stoppedBy, errShutdown):
+	case errors.Is(stoppedBy, errShutdown), errors.Is(err, errShutdown), drained && stoppedBy == nil:
 		status = "pending"
 	case stoppedBy != nil:
 		status = "interrupted"
@@ -272,7 +283,9 @@ func (sc *scheduler) finish(lr *liveRun, result json.RawMessage, err error) {
 	rollback := status == "interrupted" && lr.action == "rollback"
 	resume := false
 	if status == "pending" {
-		resume = sc.inputSaved(ctx, lr)
+		// A drained run stopped after a saved step; a cancelled one may
+		// have been stopped before its first.
+		resume = drained || sc.inputSaved(ctx, lr)
 	}
 	var st *threadState
 	if !rollback && !lr.temporary {
@@ -306,6 +319,8 @@ func (sc *scheduler) finish(lr *liveRun, result json.RawMessage, err error) {
 		switch {
 		case status == "error":
 			t.Status = "error"
+		case status == "pending":
+			t.Status = "busy" // the run continues when the server restarts
 		case st != nil && len(st.Next) > 0:
 			t.Status = "interrupted"
 		default:
@@ -422,8 +437,9 @@ func (sc *scheduler) get(runID string) *liveRun {
 	return sc.live[runID]
 }
 
-// shutdown stops taking runs, waits for the running ones until ctx is
-// done, then cancels them, and stops the workers.
+// shutdown stops taking runs, drains the running ones at their next step
+// boundary, waits for them until ctx is done, then cancels those still in
+// a step, and stops the workers.
 func (sc *scheduler) shutdown(ctx context.Context) error {
 	sc.mu.Lock()
 	sc.closing = true
@@ -431,6 +447,7 @@ func (sc *scheduler) shutdown(ctx context.Context) error {
 	for _, lr := range sc.active {
 		running = append(running, lr)
 	}
+	close(sc.drain)
 	sc.mu.Unlock()
 	var err error
 	for _, lr := range running {

@@ -132,10 +132,12 @@ func New(opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-// Shutdown stops taking runs, lets the running ones finish until ctx is
-// done, then cancels those still running; their threads keep the steps they
-// completed, and with WithStateFile they, and every queued run, run again
-// when the server next starts. It closes the state file.
+// Shutdown stops taking runs (new ones get 503) and stops the running ones
+// at their next step boundary (graph.WithDrain): the step in flight
+// finishes and is saved. A run still inside a step when ctx is done is
+// cancelled, losing only that step. Stopped runs stay pending; with
+// WithStateFile they, and every queued run, continue from their thread's
+// last saved step when the server next starts. It closes the state file.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.once.Do(func() {
