@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -568,5 +569,31 @@ func TestCallerGivesUp(t *testing.T) {
 	}
 	if infos, _ := b.List(context.Background(), sandbox.Filter{}); len(infos) != 0 {
 		t.Errorf("left in the backend: %v", infos)
+	}
+}
+
+// TestRunPythonFullDisk fills a thread's disk, as a program gone wrong would, and checks that the answer says
+// so, and that the model's next program, which deletes the file, still runs.
+func TestRunPythonFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the kernel holds the quota only as root")
+	}
+	b, err := local.New(local.WithRoot(t.TempDir()), local.WithSizeLimits(sandbox.SizeSmall,
+		sandbox.Limits{CPUs: 1, MemoryBytes: 256 << 20, DiskBytes: 32 << 20, Pids: 64}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	reg := sandboxtool.New(b, sandboxtool.WithTimeout(60*time.Second))
+	closeAll(t, reg)
+	tool := reg.RunPython()
+	ctx := onThread("full")
+	out := call(t, tool, ctx, "with open('big', 'wb') as f:\n    while True:\n        f.write(b'x' * (1 << 20))\n")
+	if !strings.Contains(out, "No space left on device") || !strings.Contains(out, "disk (home and /tmp together) is full") {
+		t.Errorf("filling the disk answered %q", out)
+	}
+	out = call(t, tool, ctx, "import os\nos.remove('big')\nprint('removed')\n")
+	if !strings.HasSuffix(out, "exit code 0\nremoved") {
+		t.Errorf("removing the file answered %q", out)
 	}
 }

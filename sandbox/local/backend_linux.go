@@ -28,6 +28,7 @@ type Backend struct {
 	mu      sync.Mutex
 	running map[string]*detached  // detached commands started by this process, by command id
 	watches map[string]*diskWatch // disk-quota watches of sandboxes with running commands, by sandbox id
+	mounted map[string]bool       // sandboxes whose disk this backend mounted, by id
 
 	zmu    sync.Mutex
 	zyg    *zygote // started at the first command
@@ -47,6 +48,7 @@ func New(opts ...Option) (*Backend, error) {
 		hostUIDBase:  200000,
 		cgroups:      os.Geteuid() == 0,
 		landlock:     true,
+		diskImages:   os.Geteuid() == 0,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -70,9 +72,19 @@ func New(opts ...Option) (*Backend, error) {
 	if cfg.cgroups && !cgroupsAvailable() {
 		cfg.cgroups = false
 	}
+	if cfg.diskImages && !cfg.unsafeNoIso {
+		tools, err := findDiskTools()
+		if err != nil {
+			cfg.logger.Warn("sandbox: disk quotas are measured, not enforced by the kernel", "reason", err)
+			cfg.diskImages = false
+		}
+		cfg.disk = tools
+	} else {
+		cfg.diskImages = false
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Backend{cfg: cfg, cancel: cancel, done: make(chan struct{}), running: map[string]*detached{},
-		watches: map[string]*diskWatch{}}
+		watches: map[string]*diskWatch{}, mounted: map[string]bool{}}
 	if cfg.reapInterval >= 0 {
 		if _, err := b.Reap(ctx); err != nil {
 			cfg.logger.Warn("sandbox: reaping expired sandboxes failed", "err", err)
@@ -97,6 +109,7 @@ func (b *Backend) Close() error {
 		d.kill()
 		<-d.exited
 	}
+	b.unmountIdle()
 	b.zmu.Lock()
 	b.closed = true
 	z := b.zyg
@@ -165,6 +178,8 @@ type meta struct {
 	TTL     time.Duration     `json:"ttl"`
 	Env     map[string]string `json:"env,omitempty"`
 	HostUID int               `json:"hostUid"`
+	// DiskImage says home and /tmp live on the sandbox's own file system image, which holds the quota.
+	DiskImage bool `json:"diskImage,omitempty"`
 	// Deleting is set by Delete before it kills the sandbox's commands, so they can tell why they died.
 	Deleting bool `json:"deleting,omitempty"`
 }
@@ -257,27 +272,78 @@ func (b *Backend) Create(ctx context.Context, opts sandbox.CreateOptions) (sandb
 		Env:     maps(opts.Env),
 		HostUID: b.hostUID(),
 	}
+	m.DiskImage = b.cfg.diskImages
 	s := b.handle(id)
 	if err := os.Mkdir(s.dir, 0o711); err != nil {
 		return nil, fmt.Errorf("create sandbox directory: %w", err)
 	}
-	for _, d := range []string{s.home(), s.tmp(), s.runDir()} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			os.RemoveAll(s.dir)
-			return nil, fmt.Errorf("create sandbox directory: %w", err)
-		}
-	}
-	for _, d := range []string{s.home(), s.tmp()} {
-		if err := os.Chown(d, m.HostUID, m.HostUID); err != nil {
-			os.RemoveAll(s.dir)
-			return nil, fmt.Errorf("hand %s to the sandbox user: %w", d, err)
-		}
-	}
-	if err := s.writeMeta(&m); err != nil {
+	if err := s.makeFiles(&m); err != nil {
+		s.unmountDisk()
 		os.RemoveAll(s.dir)
 		return nil, err
 	}
 	return s, nil
+}
+
+// makeFiles makes the run directory, the disk (an image, mounted, or a plain directory), home and /tmp,
+// and finally the record that makes the sandbox exist.
+func (s *sbx) makeFiles(m *meta) error {
+	for _, d := range []string{s.runDir(), s.diskDir()} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return fmt.Errorf("create sandbox directory: %w", err)
+		}
+	}
+	if m.DiskImage {
+		if err := makeDiskImage(s.b.cfg.disk, filepath.Join(s.dir, diskImageName), m.Limits.DiskBytes); err != nil {
+			return fmt.Errorf("%s: %w (or use local.WithoutDiskImages)", s.id, err)
+		}
+		if err := s.mountDisk(); err != nil {
+			return err
+		}
+	}
+	for _, d := range []string{s.home(), s.tmp()} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return fmt.Errorf("create sandbox directory: %w", err)
+		}
+		if err := os.Chown(d, m.HostUID, hostGID(m.HostUID)); err != nil {
+			return fmt.Errorf("hand %s to the sandbox user: %w", d, err)
+		}
+	}
+	return s.writeMeta(m)
+}
+
+func (b *Backend) noteMounted(id string) {
+	b.mu.Lock()
+	b.mounted[id] = true
+	b.mu.Unlock()
+}
+
+func (b *Backend) noteUnmounted(id string) {
+	b.mu.Lock()
+	delete(b.mounted, id)
+	b.mu.Unlock()
+}
+
+// unmountIdle unmounts the disks this backend mounted whose sandboxes run nothing; the next use mounts
+// them again.
+func (b *Backend) unmountIdle() {
+	b.mu.Lock()
+	ids := make([]string, 0, len(b.mounted))
+	for id := range b.mounted {
+		ids = append(ids, id)
+	}
+	b.mu.Unlock()
+	for _, id := range ids {
+		s := b.handle(id)
+		unlock, err := s.lock(unix.LOCK_EX | unix.LOCK_NB)
+		if err != nil {
+			continue // busy: a command is starting or the state changes
+		}
+		if len(s.liveRuns()) == 0 {
+			s.unmountDisk()
+		}
+		unlock()
+	}
 }
 
 func maps(m map[string]string) map[string]string {

@@ -1,6 +1,10 @@
 package local
 
-import "time"
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 // diskPollInterval is how often the disk use of a sandbox with running commands is measured.
 const diskPollInterval = 250 * time.Millisecond
@@ -61,8 +65,25 @@ func (b *Backend) pollDisk(s *sbx, quota int64, w *diskWatch) {
 	}
 }
 
-// diskFull reports whether home and /tmp have no room left for another block.
-func (s *sbx) diskFull(quota int64) bool {
+// diskFull reports whether home and /tmp have (about) no room left.
+func (s *sbx) diskFull(image bool, quota int64) bool {
+	if image {
+		var st unix.Statfs_t
+		return unix.Statfs(s.home(), &st) == nil && int64(st.Bavail)*st.Bsize < fullMargin
+	}
 	used, err := s.diskUsage()
-	return err == nil && used+4096 > quota
+	return err == nil && used+fullMargin > quota
 }
+
+// diskUsed is the space taken on the sandbox's disk image, as its file system counts it.
+func (s *sbx) diskUsed() (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(s.home(), &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Blocks-st.Bfree) * st.Bsize, nil
+}
+
+// fullMargin is how little room counts as none: a program's last write that failed was at most a few
+// buffers' worth, so a disk with less than this left was full for it.
+const fullMargin = 2 << 20

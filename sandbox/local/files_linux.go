@@ -26,8 +26,14 @@ func (s *sbx) locate(p string) (abs, base, rel string, err error) {
 	if err != nil {
 		return "", "", "", err
 	}
-	if _, err := s.readMeta(); err != nil {
+	m, err := s.readMeta()
+	if err != nil {
 		return "", "", "", err
+	}
+	if m.DiskImage {
+		if err := s.mountDisk(); err != nil {
+			return "", "", "", err
+		}
 	}
 	if r, ok := strings.CutPrefix(abs, sandbox.Home); ok {
 		return abs, s.home(), strings.TrimPrefix(r, "/"), nil
@@ -163,11 +169,19 @@ func (s *sbx) WriteFile(ctx context.Context, p string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	used, err := s.diskUsage()
+	// With a disk image the host may go hostSlack past the quota, out of the root reserve, so that a full
+	// sandbox can still get a new main.py; without one the quota is measured.
+	used, limit := int64(0), m.Limits.DiskBytes
+	if m.DiskImage {
+		used, err = s.diskUsed()
+		limit += hostSlack
+	} else {
+		used, err = s.diskUsage()
+	}
 	if err != nil {
 		return fmt.Errorf("write %s: measure disk use: %w", abs, err)
 	}
-	if used+int64(len(data)) > m.Limits.DiskBytes {
+	if old := s.fileSize(base, rel); used-old+int64(len(data)) > limit {
 		return fmt.Errorf("%w: writing %d bytes to %s would exceed %d bytes: remove files first", sandbox.ErrQuota, len(data), abs, m.Limits.DiskBytes)
 	}
 	uid, gid := m.HostUID, hostGID(m.HostUID)
@@ -212,12 +226,34 @@ func (s *sbx) WriteFile(ctx context.Context, p string, data []byte) error {
 		return fmt.Errorf("write %s: %w", abs, err)
 	}
 	if _, err := f.Write(data); err != nil {
+		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+			return fmt.Errorf("%w: write %s: %v: remove files first", sandbox.ErrQuota, abs, err)
+		}
 		return fmt.Errorf("write %s: %w", abs, err)
 	}
 	if err := f.Chown(uid, gid); err != nil {
 		return fmt.Errorf("write %s: %w", abs, err)
 	}
 	return f.Close()
+}
+
+// fileSize is the space the regular file at rel under base takes now (0 if none), which replacing it frees.
+func (s *sbx) fileSize(base, rel string) int64 {
+	basefd, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	defer unix.Close(basefd)
+	fd, err := openBeneath(basefd, rel, unix.O_PATH, 0)
+	if err != nil {
+		return 0
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0
+	}
+	return st.Blocks * 512
 }
 
 // ListFiles lists a directory; symlinks are listed, not followed.

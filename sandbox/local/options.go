@@ -28,6 +28,8 @@ type config struct {
 	hostUIDBase  int
 	cgroups      bool
 	landlock     bool
+	diskImages   bool
+	disk         diskTools
 	sizes        map[sandbox.Size]sandbox.Limits
 }
 
@@ -73,6 +75,10 @@ func WithSizeLimits(size sandbox.Size, l sandbox.Limits) Option {
 
 // WithoutCgroups makes root use rlimits instead of cgroups, as an unprivileged user must.
 func WithoutCgroups() Option { return func(c *config) { c.cgroups = false } }
+
+// WithoutDiskImages makes root keep sandbox files in plain directories, with the disk quota checked by
+// measuring (as for an unprivileged user) instead of held by a file system of each sandbox's own.
+func WithoutDiskImages() Option { return func(c *config) { c.diskImages = false } }
 
 // WithUnsafeNoIsolation runs commands as plain child processes with none of the isolation: the code can read
 // and change everything the calling user can. It exists for hosts without user namespaces and logs a warning

@@ -30,8 +30,9 @@ var (
 	_ sandbox.Starter     = (*sbx)(nil)
 )
 
-func (s *sbx) home() string     { return filepath.Join(s.dir, "home") }
-func (s *sbx) tmp() string      { return filepath.Join(s.dir, "tmp") }
+func (s *sbx) diskDir() string  { return filepath.Join(s.dir, diskDirName) }
+func (s *sbx) home() string     { return filepath.Join(s.dir, diskDirName, "home") }
+func (s *sbx) tmp() string      { return filepath.Join(s.dir, diskDirName, "tmp") }
 func (s *sbx) runDir() string   { return filepath.Join(s.dir, "run") }
 func (s *sbx) lockPath() string { return filepath.Join(s.dir, "lock") }
 
@@ -84,8 +85,16 @@ func (s *sbx) Stop(ctx context.Context) error {
 	if err := s.killAll(ctx); err != nil {
 		return err
 	}
+	if m.DiskImage {
+		if err := s.mountDisk(); err != nil {
+			return fmt.Errorf("stop %s: %w", s.id, err)
+		}
+	}
 	if err := clearDir(s.tmp()); err != nil {
 		return fmt.Errorf("stop %s: empty /tmp: %w", s.id, err)
+	}
+	if m.DiskImage {
+		return s.unmountDisk()
 	}
 	return nil
 }
@@ -126,6 +135,9 @@ func (s *sbx) Delete(ctx context.Context) error {
 		}
 	}
 	if err := s.killAll(ctx); err != nil {
+		return err
+	}
+	if err := s.unmountDisk(); err != nil {
 		return err
 	}
 	// The record goes first, so a crash midway leaves no half sandbox that Get would return.

@@ -34,6 +34,7 @@ type proc struct {
 	cancelled      atomic.Bool
 	quotaHit       atomic.Bool
 	quota          int64
+	kernelQuota    bool // the sandbox's disk image holds the quota; nothing to watch
 	duration       time.Duration
 	exitCode       int
 	signal         int
@@ -116,19 +117,27 @@ func (s *sbx) start(ctx context.Context, command string, opts sandbox.ExecOption
 	if err != nil {
 		return nil, err
 	}
-	used, err := s.diskUsage()
-	if err != nil {
-		return nil, fmt.Errorf("measure disk use of %s: %w", s.id, err)
-	}
-	if used >= m.Limits.DiskBytes {
-		return nil, fmt.Errorf("%w: %s uses %d of %d bytes: remove files from home or /tmp", sandbox.ErrQuota, s.id, used, m.Limits.DiskBytes)
+	// With a disk image the file system refuses writes past the quota, and a full sandbox still runs
+	// commands, which is how the code frees space. Without one the quota is measured, and a command does
+	// not start over it.
+	diskLeft := m.Limits.DiskBytes
+	if !m.DiskImage {
+		used, err := s.diskUsage()
+		if err != nil {
+			return nil, fmt.Errorf("measure disk use of %s: %w", s.id, err)
+		}
+		if used >= m.Limits.DiskBytes {
+			return nil, fmt.Errorf("%w: %s uses %d of %d bytes: remove files from home or /tmp", sandbox.ErrQuota, s.id, used, m.Limits.DiskBytes)
+		}
+		diskLeft -= used
 	}
 	p := &proc{s: s, command: command, stdout: newTailBuffer(s.b.cfg.outputLimit),
-		stderr: newTailBuffer(s.b.cfg.outputLimit), exited: make(chan struct{}), quota: m.Limits.DiskBytes}
+		stderr: newTailBuffer(s.b.cfg.outputLimit), exited: make(chan struct{}), quota: m.Limits.DiskBytes,
+		kernelQuota: m.DiskImage}
 	if s.b.cfg.unsafeNoIso {
 		err = p.spawnUnsafe(m, env, cwd)
 	} else {
-		err = p.spawn(ctx, m, env, cwd, m.Limits.DiskBytes-used, timeout)
+		err = p.spawn(ctx, m, env, cwd, diskLeft, timeout)
 	}
 	if err != nil {
 		return nil, err
@@ -383,8 +392,10 @@ func (p *proc) supervise(ctx context.Context, timeout time.Duration) {
 		defer t.Stop()
 		timer = t.C
 	}
-	unwatch := p.s.b.watchDisk(p)
-	defer unwatch()
+	if !p.kernelQuota {
+		unwatch := p.s.b.watchDisk(p)
+		defer unwatch()
+	}
 	done := ctx.Done()
 	for {
 		select {
@@ -434,7 +445,7 @@ func (p *proc) settleEnding(ws syscall.WaitStatus) {
 			p.oomKilled = true
 		}
 	}
-	p.diskFull = p.s.diskFull(p.quota)
+	p.diskFull = p.s.diskFull(p.kernelQuota, p.quota)
 	switch {
 	case p.timedOut.Load():
 		p.ending = sandbox.EndTimedOut
