@@ -15,7 +15,7 @@ import (
 
 // loopback serves a local backend with sandboxd on a loopback port and returns a client of it, with the key's
 // limits; everything is closed when the test ends.
-func loopback(t *testing.T, limits sandboxd.Limits, opts ...sandboxer.Option) (*sandboxer.Backend, *local.Backend) {
+func loopback(t testing.TB, limits sandboxd.Limits, opts ...sandboxer.Option) (*sandboxer.Backend, *local.Backend) {
 	t.Helper()
 	lb, err := local.New(local.WithRoot(t.TempDir()))
 	if err != nil {
