@@ -15,6 +15,9 @@
 //	agentgraph-sandbox [-root DIR] gc [-delete]         (stop expired sandboxes; -delete removes them)
 //
 // The root defaults to local.DefaultRoot(). exec exits with the command's exit code (124 on timeout).
+//
+// With -backend sandboxer every command but gc works on the sandboxes of the Sandboxer API instead: the hosted
+// service, or an agentgraph-sandboxd at SANDBOXER_API_URL, with the key in SANDBOXER_API_KEY.
 package main
 
 import (
@@ -33,6 +36,7 @@ import (
 
 	"github.com/agentgraph/agentgraph/sandbox"
 	"github.com/agentgraph/agentgraph/sandbox/local"
+	"github.com/agentgraph/agentgraph/sandbox/sandboxer"
 )
 
 func main() {
@@ -66,6 +70,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	global := flag.NewFlagSet("agentgraph-sandbox", flag.ContinueOnError)
 	global.SetOutput(stderr)
 	root := global.String("root", local.DefaultRoot(), "directory holding the sandboxes")
+	backend := global.String("backend", "local", "local (this machine's sandboxes under -root) or sandboxer (the Sandboxer API at SANDBOXER_API_URL, with SANDBOXER_API_KEY)")
 	if err := global.Parse(args); err != nil {
 		return 2, err
 	}
@@ -73,11 +78,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) == 0 {
 		return 2, errors.New("missing command: list, create, inspect, exec, stop, resume, delete, cat, put, ls, rm or gc")
 	}
-	b, err := local.New(local.WithRoot(*root), local.WithReapInterval(-1))
+	b, err := openBackend(*backend, *root)
 	if err != nil {
 		return 1, err
 	}
-	defer b.Close()
+	defer b.(io.Closer).Close()
 	cmd, args := args[0], args[1:]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -101,10 +106,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return 2, fmt.Errorf("unknown command %q", cmd)
 }
 
+// openBackend opens the backend the -backend flag names; both kinds are io.Closers.
+func openBackend(name, root string) (sandbox.Backend, error) {
+	switch name {
+	case "local":
+		return local.New(local.WithRoot(root), local.WithReapInterval(-1))
+	case "sandboxer":
+		return sandboxer.New(sandboxer.OptionsFromEnv()...)
+	}
+	return nil, fmt.Errorf("unknown backend %q: use -backend local or -backend sandboxer", name)
+}
+
 // commands runs the CLI's commands on one backend. Each parses its own flags from fs and returns the exit
 // code: 2 for a usage error, 1 for a failure, else 0 (exec: the command's).
 type commands struct {
-	b      *local.Backend
+	b      sandbox.Backend
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
@@ -275,7 +291,11 @@ func (c *commands) gc(ctx context.Context, fs *flag.FlagSet, args []string) (int
 	if err := fs.Parse(args); err != nil {
 		return 2, err
 	}
-	stopped, err := c.b.Reap(ctx)
+	reaper, ok := c.b.(sandbox.Reaper)
+	if !ok {
+		return 2, errors.New("gc works on the local backend: a remote server stops its expired sandboxes itself")
+	}
+	stopped, err := reaper.Reap(ctx)
 	for _, id := range stopped {
 		fmt.Fprintln(c.stdout, "stopped", id)
 	}

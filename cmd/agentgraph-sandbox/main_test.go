@@ -3,11 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/agentgraph/agentgraph/sandbox"
 	"github.com/agentgraph/agentgraph/sandbox/local"
+	"github.com/agentgraph/agentgraph/sandbox/sandboxd"
 )
 
 func TestMain(m *testing.M) {
@@ -86,5 +91,57 @@ func TestCLI(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(root); len(entries) != 0 {
 		t.Errorf("root still holds %v", entries)
+	}
+}
+
+// With -backend sandboxer the CLI manages the sandboxes of an API server: here agentgraph-sandboxd on loopback.
+func TestRemoteBackend(t *testing.T) {
+	lb, err := local.New(local.WithRoot(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Close()
+	keys := &sandboxd.Keys{}
+	secret, _, _ := keys.Add("cli", sandboxd.Limits{})
+	srv, err := sandboxd.New(lb, sandboxd.WithKeys(keys), sandboxd.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	t.Setenv("SANDBOXER_API_KEY", secret)
+	t.Setenv("SANDBOXER_API_URL", hs.URL+sandboxd.Prefix)
+	t.Setenv("SANDBOXER_ORG", "")
+	remote := func(stdin string, args ...string) (int, string, string) {
+		return cli(t, t.TempDir(), stdin, append([]string{"-backend", "sandboxer"}, args...)...)
+	}
+	code, id, stderr := remote("", "create", "-name", "remote", "-size", "small")
+	id = strings.TrimSpace(id)
+	if code != 0 || !strings.HasPrefix(id, "sb_") {
+		t.Fatalf("create: %d %q %s", code, id, stderr)
+	}
+	if code, out, stderr := remote("", "list"); code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "remote") {
+		t.Errorf("list: %d %q %s", code, out, stderr)
+	}
+	if code, out, _ := remote("", "exec", id, "echo hi"); code != 0 || out != "hi\n" {
+		t.Errorf("exec: %d %q", code, out)
+	}
+	if code, out, _ := remote("", "inspect", id); code != 0 || !strings.Contains(out, `"state": "running"`) {
+		t.Errorf("inspect: %d %q", code, out)
+	}
+	if code, _, stderr := remote("", "stop", id); code != 0 {
+		t.Errorf("stop: %d %s", code, stderr)
+	}
+	if code, out, _ := remote("", "list", "-state", "stopped"); code != 0 || !strings.Contains(out, id) {
+		t.Errorf("list stopped: %d %q", code, out)
+	}
+	if code, _, stderr := remote("", "gc"); code != 2 || !strings.Contains(stderr, "local backend") {
+		t.Errorf("gc: %d %s", code, stderr)
+	}
+	if code, _, stderr := remote("", "delete", id); code != 0 {
+		t.Errorf("delete: %d %s", code, stderr)
+	}
+	if infos, _ := lb.List(context.Background(), sandbox.Filter{}); len(infos) != 0 {
+		t.Errorf("after delete the server holds %v", infos)
 	}
 }
