@@ -179,6 +179,7 @@ func BenchmarkGrowth(b *testing.B) {
 // with its length, not with its length squared: each row holds what its
 // step wrote, and full checkpoints add at most about as much again.
 func TestStorageGrowsLinearly(t *testing.T) {
+	t.Parallel()
 	pool := newPool(t, database(t), 4)
 	saver := newSaver(t, pool)
 	size := func(turns int) (rows, bytes int64) {

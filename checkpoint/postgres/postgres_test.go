@@ -62,6 +62,7 @@ func newSaver(tb testing.TB, pool *pgxpool.Pool, opts ...postgres.Option) *postg
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	pool := newPool(t, database(t), 8)
 	var n atomic.Int64
 	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver {
@@ -73,6 +74,7 @@ func TestConformance(t *testing.T) {
 // TestLockAcrossPools: two Savers on their own pools stand for two
 // processes; a thread one holds is busy for the other until unlocked.
 func TestLockAcrossPools(t *testing.T) {
+	t.Parallel()
 	url := database(t)
 	a := newSaver(t, newPool(t, url, 2))
 	b := newSaver(t, newPool(t, url, 2))
@@ -103,6 +105,7 @@ func TestLockAcrossPools(t *testing.T) {
 // TestLockRace: many Savers on many pools race for one thread; exactly one
 // wins.
 func TestLockRace(t *testing.T) {
+	t.Parallel()
 	url := database(t)
 	const n = 6
 	savers := make([]*postgres.Saver, n)
@@ -140,8 +143,9 @@ func TestLockRace(t *testing.T) {
 
 // TestLeaseRenewed: a live holder keeps its lease well past the TTL.
 func TestLeaseRenewed(t *testing.T) {
+	t.Parallel()
 	url := database(t)
-	const ttl = 600 * time.Millisecond
+	const ttl = 2 * time.Second
 	a := newSaver(t, newPool(t, url, 2), postgres.WithLeaseTTL(ttl))
 	b := newSaver(t, newPool(t, url, 2), postgres.WithLeaseTTL(ttl))
 	unlock, err := a.TryLock("t1")
@@ -149,7 +153,7 @@ func TestLeaseRenewed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unlock()
-	for range 5 {
+	for range 3 {
 		time.Sleep(ttl / 2)
 		if _, err := b.TryLock("t1"); !errors.Is(err, checkpoint.ErrThreadBusy) {
 			t.Fatalf("TryLock while the holder is alive and renewing: %v, want ErrThreadBusy", err)
@@ -160,6 +164,7 @@ func TestLeaseRenewed(t *testing.T) {
 // TestLeaseExpiresWhenHolderDies: a process holding a lease is killed with
 // SIGKILL; once its lease expires another process takes the thread.
 func TestLeaseExpiresWhenHolderDies(t *testing.T) {
+	t.Parallel()
 	url := database(t)
 	const ttl = time.Second
 	child := exec.Command(os.Args[0], "-test.run=^TestHelperHoldLease$", "-test.count=1")
@@ -224,6 +229,7 @@ func TestHelperHoldLease(t *testing.T) {
 // TestFencing: a holder whose lease expired and was taken over can no
 // longer write to the thread, though it still believes it holds it.
 func TestFencing(t *testing.T) {
+	t.Parallel()
 	url := database(t)
 	pool := newPool(t, url, 4)
 	stale := newSaver(t, newPool(t, url, 2))
@@ -287,6 +293,7 @@ func TestFencing(t *testing.T) {
 // database; each migration runs exactly once and every one of them ends
 // with a usable Saver.
 func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
 	url := database(t)
 	const n = 8
 	pools := make([]*pgxpool.Pool, n)
@@ -336,6 +343,7 @@ func TestMigrateConcurrently(t *testing.T) {
 }
 
 func TestSchemaTooNew(t *testing.T) {
+	t.Parallel()
 	pool := newPool(t, database(t), 2)
 	if err := postgres.Migrate(ctx, pool, postgres.WithSchema("app")); err != nil {
 		t.Fatal(err)
@@ -351,6 +359,7 @@ func TestSchemaTooNew(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
+	t.Parallel()
 	url := database(t)
 	a := newSaver(t, newPool(t, url, 2))
 	b := newSaver(t, newPool(t, url, 2))
@@ -374,6 +383,7 @@ func TestClose(t *testing.T) {
 // TestStatementsArePrepared: the Saver's statements are prepared once per
 // connection and then executed with parameters.
 func TestStatementsArePrepared(t *testing.T) {
+	t.Parallel()
 	pool := newPool(t, database(t), 1)
 	s := newSaver(t, pool)
 	cfg, err := s.Put(ctx, checkpoint.Config{ThreadID: "t1"}, &checkpoint.Checkpoint{}, checkpoint.Metadata{})

@@ -49,6 +49,7 @@ func newStore(tb testing.TB, pool *pgxpool.Pool, opts ...postgres.Option) *postg
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	pool := newPool(t, pgtest.Start(t).NewDatabase(t), 8)
 	var n atomic.Int64
 	storetest.Run(t, func(t *testing.T, cfg storetest.Config) store.Store {
@@ -61,6 +62,7 @@ func TestConformance(t *testing.T) {
 // TestShared: two Stores on their own pools stand for two processes; what
 // one puts the other reads, and a migration run by both at once runs once.
 func TestShared(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t).NewDatabase(t)
 	const n = 4
 	stores := make([]*postgres.Store, n)
@@ -108,6 +110,7 @@ func TestShared(t *testing.T) {
 }
 
 func TestSchemaTooNew(t *testing.T) {
+	t.Parallel()
 	pool := newPool(t, pgtest.Start(t).NewDatabase(t), 2)
 	if err := postgres.Migrate(ctx, pool, postgres.WithSchema("app")); err != nil {
 		t.Fatal(err)
