@@ -92,6 +92,10 @@ func buildOptions(opts []Option) options {
 // for longer than the TTL) loses the thread to the next TryLock after its
 // lease expires, and its late writes fail with ErrLeaseLost. Writes to a
 // thread this Saver holds no lease on are not checked.
+//
+// Thread ids, namespaces, checkpoint ids, task ids and metadata strings
+// may not contain the NUL character, which PostgreSQL's text cannot hold;
+// channel values and pending writes may hold any bytes.
 type Saver struct {
 	pool *pgxpool.Pool
 	opts options
