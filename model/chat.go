@@ -149,6 +149,10 @@ type ToolCallDelta struct {
 // set on the last chunk only and holds the whole assembled response, so a
 // consumer that only wants the result can wait for it.
 type Chunk struct {
+	// MessageID, when set, is the id the assembled message will carry, so
+	// a consumer can tie chunks to the message stored afterwards. Adapters
+	// leave it empty; the graph node that streams a model sets it.
+	MessageID string
 	Delta     string
 	ToolCalls []ToolCallDelta
 	Usage     *Usage

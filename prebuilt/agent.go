@@ -66,8 +66,12 @@ func (n *ModelNode[S]) Run(ctx context.Context, s S) (graph.Update[S], error) {
 		resp model.Response
 		err  error
 	)
+	id := ""
 	if graph.Streaming(ctx, graph.ModeMessages) {
-		resp, err = model.Collect(forward(ctx, n.model.Stream(ctx, req)))
+		// The message's id is chosen first, so each streamed chunk names
+		// the message the state will hold.
+		id = model.NewID()
+		resp, err = model.Collect(forward(ctx, id, n.model.Stream(ctx, req)))
 	} else {
 		resp, err = n.model.Generate(ctx, req)
 	}
@@ -75,7 +79,10 @@ func (n *ModelNode[S]) Run(ctx context.Context, s S) (graph.Update[S], error) {
 		return graph.Update[S]{}, fmt.Errorf("prebuilt: model call: %w", err)
 	}
 	msg := resp.Message
-	if msg.ID == "" {
+	switch {
+	case id != "":
+		msg.ID = id // the id the streamed chunks named
+	case msg.ID == "":
 		msg.ID = model.NewID()
 	}
 	if msg.Role == "" {
@@ -94,11 +101,15 @@ func (n *ModelNode[S]) Run(ctx context.Context, s S) (graph.Update[S], error) {
 	return graph.Updates(n.messages.Add(msg)), nil
 }
 
-// forward passes each chunk of seq to the run's messages stream on its way.
-func forward(ctx context.Context, seq iter.Seq2[model.Chunk, error]) iter.Seq2[model.Chunk, error] {
+// forward passes each chunk of seq, named for message id, to the run's
+// messages stream on its way.
+func forward(ctx context.Context, id string, seq iter.Seq2[model.Chunk, error]) iter.Seq2[model.Chunk, error] {
 	return func(yield func(model.Chunk, error) bool) {
 		for c, err := range seq {
 			if err == nil {
+				if c.MessageID == "" {
+					c.MessageID = id
+				}
 				graph.EmitMessage(ctx, c)
 			}
 			if !yield(c, err) {

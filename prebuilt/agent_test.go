@@ -118,6 +118,8 @@ func TestReactAgentStreamsMessages(t *testing.T) {
 		update []string
 		// tool messages streamed from the state
 		toolMsgs int
+		chunkIDs = map[string]bool{}
+		written  []model.Message
 	)
 	for ev, err := range agent.Stream(context.Background(), graph.Updates(Messages.Add(model.User("what is 6*7?"))),
 		graph.WithStreamModes(graph.ModeMessages|graph.ModeUpdates), graph.WithThread("s")) {
@@ -127,6 +129,9 @@ func TestReactAgentStreamsMessages(t *testing.T) {
 		switch ev.Mode {
 		case graph.ModeUpdates:
 			update = append(update, ev.Node)
+			if ms, ok := ev.Update["messages"].([]model.Message); ok && ev.Node == AgentNode {
+				written = append(written, ms...)
+			}
 		case graph.ModeMessages:
 			if m, ok := ev.Data.(model.Message); ok {
 				// Messages nodes write to the state without streaming them.
@@ -141,6 +146,10 @@ func TestReactAgentStreamsMessages(t *testing.T) {
 			if !ok {
 				t.Fatalf("messages event data is %T, want model.Chunk", ev.Data)
 			}
+			if c.MessageID == "" {
+				t.Fatalf("chunk without a message id: %+v", c)
+			}
+			chunkIDs[c.MessageID] = true
 			text[ev.Step] += c.Delta
 			if calls[ev.Step] == nil {
 				calls[ev.Step] = &model.ToolCallAssembler{}
@@ -158,6 +167,16 @@ func TestReactAgentStreamsMessages(t *testing.T) {
 	}
 	if toolMsgs != 1 {
 		t.Fatalf("%d tool messages streamed, want 1", toolMsgs)
+	}
+	// The chunks name the messages the model node wrote.
+	stored := 0
+	for _, m := range written {
+		if chunkIDs[m.ID] {
+			stored++
+		}
+	}
+	if len(chunkIDs) != 2 || stored != 2 {
+		t.Fatalf("chunk message ids %v, %d of them in the state", chunkIDs, stored)
 	}
 	if done != 2 || len(text) != 2 {
 		t.Fatalf("%d done chunks over steps %v, want 2 model calls", done, text)
