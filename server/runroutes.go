@@ -309,7 +309,7 @@ func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, lr *liveRun, ca
 		select {
 		case <-lr.done:
 			out := lr.result
-			if lr.err != nil && lr.ctx.Err() == nil && !errors.Is(lr.err, graph.ErrDrained) {
+			if lr.err != nil && !lr.stopped && !errors.Is(lr.err, graph.ErrDrained) {
 				out, _ = json.Marshal(map[string]any{"__error__": map[string]string{"error": errorName(lr.err), "message": lr.err.Error()}})
 			}
 			if out == nil {

@@ -34,8 +34,9 @@ type liveRun struct {
 	// Set by cancel before the run stops: "interrupt" or "rollback".
 	action string
 	// Set when the run ends.
-	result json.RawMessage
-	err    error
+	result  json.RawMessage
+	err     error
+	stopped bool // by a cancel or a shutdown, not by its own error
 }
 
 // eventLog is a run's stream: every event it sent, in order, for any number
@@ -339,7 +340,7 @@ func (sc *scheduler) finish(lr *liveRun, result json.RawMessage, err error) {
 	}
 
 	sc.mu.Lock()
-	lr.result, lr.err = result, err
+	lr.result, lr.err, lr.stopped = result, err, stoppedBy != nil
 	if sc.active[lr.threadID] == lr {
 		delete(sc.active, lr.threadID)
 	}

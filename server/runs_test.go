@@ -512,3 +512,30 @@ func TestShutdownGraceCancelsAndRestores(t *testing.T) {
 		t.Fatalf("first ran %d times; want 2 (the cut step again)", n)
 	}
 }
+
+func TestWaitReportsRunError(t *testing.T) {
+	ts := newTestServer(t)
+	call(t, ts, "POST", "/threads", `{"thread_id":"e"}`)
+	// echo's node indexes the last message: with none it panics, and the
+	// run, not the server, fails.
+	code, v := callJSON(t, ts, "POST", "/threads/e/runs/wait", `{"assistant_id":"echo","input":{"messages":[]}}`)
+	if code != 200 {
+		t.Fatalf("wait: %d %v", code, v)
+	}
+	e := obj(t, obj(t, v)["__error__"])
+	if e["error"] != "NodeError" || !strings.Contains(e["message"].(string), `node "agent" panicked`) {
+		t.Fatalf("wait on a failing run: %v", v)
+	}
+	code, v = callJSON(t, ts, "GET", "/threads/e/runs", "")
+	if runs := v.([]any); code != 200 || len(runs) != 1 || obj(t, runs[0])["status"] != "error" {
+		t.Fatalf("failed run: %v", v)
+	}
+	if got := threadStatus(t, ts, "e"); got != "error" {
+		t.Fatalf("thread of a failed run: %q", got)
+	}
+	// The stream of a failing run ends with an error event.
+	_, body, _ := call(t, ts, "POST", "/threads/e/runs/stream", `{"assistant_id":"echo","input":{"messages":[]},"stream_mode":"updates"}`)
+	if !strings.Contains(body, "event: error\ndata: {\"error\":\"NodeError\",\"message\":\"graph: node \\\"agent\\\" panicked") {
+		t.Fatalf("stream of a failing run: %q", body)
+	}
+}

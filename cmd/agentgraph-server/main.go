@@ -5,9 +5,11 @@
 //	go run ./cmd/agentgraph-server [-addr 127.0.0.1:2024] [-db agentgraph.db] [-model scripted|<name>]
 //	                              [-provider openai|anthropic] [-workers N] [-api-key KEY] [-cors ORIGIN,...]
 //
-// Threads (checkpoints, and the server's thread and run records) live in the bbolt file -db; the
-// store in memory. SIGTERM or Ctrl-C stops taking runs, lets running ones finish within -grace, and
-// closes everything.
+// Threads' checkpoints live in the bbolt file -db, the server's thread and run records in
+// -db.server beside it, and the store (/store, and graph.StoreFrom in nodes) in -db.store, so all of
+// them survive a restart. SIGTERM or Ctrl-C stops taking runs and stops the running ones at their
+// next step boundary; a step still going after -grace is cancelled. Stopped and queued runs continue
+// when the server starts again on the same -db.
 package main
 
 import (
@@ -30,7 +32,7 @@ import (
 	"github.com/agentgraph/agentgraph/sandbox/local"
 	"github.com/agentgraph/agentgraph/sandboxtool"
 	"github.com/agentgraph/agentgraph/server"
-	"github.com/agentgraph/agentgraph/store"
+	storebolt "github.com/agentgraph/agentgraph/store/bolt"
 )
 
 type flags struct {
@@ -44,14 +46,14 @@ func main() {
 	local.Init() // first: in the re-executed sandbox helper this never returns
 	var f flags
 	flag.StringVar(&f.addr, "addr", "127.0.0.1:2024", "address to listen on")
-	flag.StringVar(&f.db, "db", "agentgraph.db", "bbolt file for threads (checkpoints); the server's records go beside it in FILE.server")
+	flag.StringVar(&f.db, "db", "agentgraph.db", "bbolt file for threads (checkpoints); the server's records go beside it in FILE.server, the store in FILE.store")
 	flag.StringVar(&f.model, "model", "scripted", "scripted (the guide's stand-in), or a model name for the endpoint at OPENAI_BASE_URL with OPENAI_API_KEY")
 	flag.StringVar(&f.provider, "provider", "openai", "who serves -model: openai (any OpenAI-compatible endpoint) or anthropic (ANTHROPIC_API_KEY)")
 	flag.StringVar(&f.apiKey, "api-key", os.Getenv("AGENTGRAPH_API_KEY"), "require this key in the x-api-key header (default $AGENTGRAPH_API_KEY; empty: no key)")
 	flag.StringVar(&f.cors, "cors", "", "comma-separated origins browsers may call from (* for any)")
 	flag.StringVar(&f.sandboxRoot, "sandbox-root", "", "directory of the local sandbox backend (default "+local.DefaultRoot()+")")
 	flag.IntVar(&f.workers, "workers", 0, "runs executing at once (default: twice the CPUs)")
-	flag.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGTERM, how long running runs may take to finish before they are stopped")
+	flag.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGTERM, how long running runs may take to reach a step boundary before their step is cancelled")
 	flag.Int64Var(&f.maxBody, "max-body", 10<<20, "largest request body in bytes")
 	flag.Parse()
 
@@ -77,7 +79,9 @@ func run(ctx context.Context, f flags, logw io.Writer, ready chan<- string) (err
 	if c, ok := any(backend).(io.Closer); ok {
 		defer c.Close()
 	}
-	reg := sandboxtool.New(backend, sandboxtool.WithSettingsFromEnv())
+	// Threads outlive the process, so their sandboxes are stopped, not
+	// deleted, when it exits: a thread's files are there on its next run.
+	reg := sandboxtool.New(backend, sandboxtool.WithSettingsFromEnv(), sandboxtool.WithStopOnClose())
 	defer func() {
 		_, cerr := reg.Close(context.WithoutCancel(ctx))
 		err = errors.Join(err, cerr)
@@ -91,13 +95,18 @@ func run(ctx context.Context, f flags, logw io.Writer, ready chan<- string) (err
 		return fmt.Errorf("open thread file: %w", err)
 	}
 	defer saver.Close()
+	st, err := storebolt.Open(f.db + ".store")
+	if err != nil {
+		return fmt.Errorf("open store file: %w", err)
+	}
+	defer st.Close()
 	agent, err := codeact.Build(chat, reg.RunPython(), saver)
 	if err != nil {
 		return err
 	}
 	sopts := []server.Option{
 		server.WithGraph("codeact", agent, server.WithDescription("The CodeAct agent: a model that answers by running Python in its thread's sandbox")),
-		server.WithSaver(saver), server.WithStore(store.NewMemory()),
+		server.WithSaver(saver), server.WithStore(st),
 		server.WithStateFile(f.db + ".server"), server.WithMaxBodyBytes(f.maxBody),
 	}
 	if f.workers > 0 {
@@ -129,7 +138,7 @@ func run(ctx context.Context, f flags, logw io.Writer, ready chan<- string) (err
 	case err = <-served:
 	case <-ctx.Done():
 	}
-	logger.Printf("shutting down: waiting up to %s for running runs", f.grace)
+	logger.Printf("shutting down: stopping running runs at their next step (at most %s)", f.grace)
 	graceCtx, cancel := context.WithTimeout(context.Background(), f.grace)
 	defer cancel()
 	// Stop the runs first: their streams end, so the HTTP server can drain.

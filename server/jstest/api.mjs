@@ -135,6 +135,15 @@ test("bad input: 422 naming the field", async () => {
   assert.equal(await status(t.thread_id), "idle");
 });
 
+test("a failing run: runs.wait throws the run's error", async () => {
+  const t = await client.threads.create();
+  // echo indexes the last message; with none its node panics.
+  await assert.rejects(client.runs.wait(t.thread_id, "echo", { input: { messages: [] } }), /^Error: NodeError: .*panicked/);
+  assert.equal(await status(t.thread_id), "error");
+  const [run] = await client.runs.list(t.thread_id);
+  assert.equal(run.status, "error");
+});
+
 test("interrupt and resume with a command", async () => {
   const t = await client.threads.create();
   const parts = await collect(client.runs.stream(t.thread_id, "ask", { input: { messages: [human("hi")] }, streamMode: "updates" }));
