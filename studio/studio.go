@@ -4,6 +4,7 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"strings"
 )
 
 //go:embed assets
@@ -61,7 +62,7 @@ const csp = "default-src 'self'; img-src 'self' data:; object-src 'none'; base-u
 func Mount(api http.Handler) http.Handler {
 	page := Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/" || len(r.URL.Path) > len(Prefix) && r.URL.Path[:len(Prefix)] == Prefix) {
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, Prefix)) {
 			page.ServeHTTP(w, r)
 			return
 		}
