@@ -1,6 +1,6 @@
 // Command agentgraph-server serves the CodeAct agent of examples/codeact as graph "codeact" over
 // LangGraph's Agent Server API, so @langchain/langgraph-sdk, langgraph_sdk, agent-chat-ui and LangGraph
-// Studio can drive it:
+// Studio can drive it, and serves agentgraph's own studio page (package studio) at /:
 //
 //	go run ./cmd/agentgraph-server [-addr 127.0.0.1:2024] [-db agentgraph.db] [-model scripted|<name>]
 //	                              [-provider openai|anthropic] [-workers N] [-api-key KEY] [-cors ORIGIN,...]
@@ -33,6 +33,7 @@ import (
 	"github.com/agentgraph/agentgraph/sandboxtool"
 	"github.com/agentgraph/agentgraph/server"
 	storebolt "github.com/agentgraph/agentgraph/store/bolt"
+	"github.com/agentgraph/agentgraph/studio"
 )
 
 type flags struct {
@@ -127,10 +128,11 @@ func run(ctx context.Context, f flags, logw io.Writer, ready chan<- string) (err
 		_ = srv.Shutdown(context.Background())
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	// The studio page at / uses the same API from the same origin.
+	hs := &http.Server{Handler: studio.Mount(srv), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	logger.Printf("serving graph codeact on http://%s (threads in %s)", ln.Addr(), f.db)
+	logger.Printf("serving graph codeact on http://%s, the studio at http://%s/ (threads in %s)", ln.Addr(), ln.Addr(), f.db)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
