@@ -7,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
-	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -209,50 +208,4 @@ func (p *prog) resolve() ([]bpf.Instruction, error) {
 		out[at] = j
 	}
 	return out, nil
-}
-
-// loadSeccomp installs the filter on the calling thread, which then execs.
-func loadSeccomp() error {
-	a, err := seccompArch()
-	if err != nil {
-		return err
-	}
-	insts, err := seccompProgram(a)
-	if err != nil {
-		return err
-	}
-	raw, err := bpf.Assemble(insts)
-	if err != nil {
-		return fmt.Errorf("assemble seccomp program: %w", err)
-	}
-	filter := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
-	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if _, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); e != 0 {
-		return fmt.Errorf("load seccomp filter: %w", e)
-	}
-	return nil
-}
-
-// applyLandlock confines file access to reading the new root and writing home, /tmp and /dev/shm, scopes
-// abstract unix sockets and signals to the sandbox, and without host network forbids TCP entirely. It
-// restricts only the calling thread, the one that execs.
-func applyLandlock(hostNetwork bool) bool {
-	cfg := landlock.V9.BestEffort()
-	if hostNetwork {
-		cfg.HandledAccessNet = 0
-	}
-	fd, flags, err := cfg.NewRulesetFD(
-		landlock.RODirs("/"),
-		landlock.RWDirs("/home/user", "/tmp", "/dev/shm"),
-		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/tty"),
-	)
-	if err != nil || fd < 0 {
-		return false
-	}
-	defer unix.Close(fd)
-	_, _, e := unix.RawSyscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), uintptr(flags), 0)
-	return e == 0
 }

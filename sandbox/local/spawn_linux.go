@@ -151,13 +151,13 @@ func (s *sbx) start(ctx context.Context, command string, opts sandbox.ExecOption
 // tens of seconds, so the bound is generous.
 const setupTimeout = 5 * time.Minute
 
-// spawn starts the command in a new isolation helper: it opens the helper's mounts and pipes, has the
-// zygote start it, follows it, limits and records it, then configures it and waits until the command runs.
+// spawn starts the command in a new sandboxed process: it opens the process's mounts and pipes, has the
+// zygote fork it, follows it, limits and records it, then lets it go on and waits until the command runs.
 func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, diskLeft int64, timeout time.Duration) error {
 	s := p.s
 	cfg := s.b.childConfig(m, p.command, env, cwd, diskLeft, timeout)
-	cfg.HomeSrc, cfg.TmpSrc = s.home(), s.tmp()
 	cfg.MountFDs = os.Geteuid() == 0
+	cfg.HomeSrc, cfg.TmpSrc = s.home(), s.tmp()
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return err
@@ -166,9 +166,9 @@ func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, dis
 	if err != nil {
 		return err
 	}
-	// The helper has its own copies; the parent keeps its ends of the setup pipes only until setup ends.
-	defer closeFiles(f.home, f.tmp, f.cfgW, f.errR)
-	st, exited, err := p.startHelper(m, f)
+	// The child has its own copies; the parent keeps its end of the go-ahead pipe only until setup ends.
+	defer closeFiles(f.home, f.tmp, f.goW)
+	st, execd, exited, err := p.startHelper(m, raw, f)
 	if err != nil {
 		return err
 	}
@@ -176,27 +176,26 @@ func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, dis
 	if err := p.limitAndRecord(m); err != nil {
 		return p.abandon(err)
 	}
-	if err := p.configure(ctx, f.cfgW, f.errR, raw); err != nil {
+	if err := p.configure(ctx, f.goW, execd); err != nil {
 		p.removeRecord()
 		return p.abandon(err)
 	}
 	return nil
 }
 
-// helperFiles are the descriptors a helper starts with and the parent's ends of its pipes.
+// helperFiles are the descriptors a command's process starts with and the parent's ends of its pipes.
 type helperFiles struct {
 	home, tmp        *os.File // the sandbox's home and /tmp (see openMount)
-	cfgR, cfgW       *os.File // the helper's config, from the parent
-	errR, errW       *os.File // why setup failed; EOF alone means the final execve succeeded
+	goR, goW         *os.File // one byte from the parent once the process is limited and recorded
 	outR, outW       *os.File // the command's stdout
 	errOutR, errOutW *os.File // the command's stderr
 }
 
-// openHelperFiles opens the mounts and pipes of one helper. On failure it closes what it opened.
+// openHelperFiles opens the mounts and pipes of one command. On failure it closes what it opened.
 func openHelperFiles(s *sbx, clone bool) (*helperFiles, error) {
 	f := &helperFiles{}
 	opened := func() []*os.File {
-		return []*os.File{f.home, f.tmp, f.cfgR, f.cfgW, f.errR, f.errW, f.outR, f.outW, f.errOutR, f.errOutW}
+		return []*os.File{f.home, f.tmp, f.goR, f.goW, f.outR, f.outW, f.errOutR, f.errOutW}
 	}
 	var err error
 	if f.home, err = openMount(s.home(), clone); err != nil {
@@ -206,7 +205,7 @@ func openHelperFiles(s *sbx, clone bool) (*helperFiles, error) {
 		closeFiles(opened()...)
 		return nil, err
 	}
-	for _, pipe := range []struct{ r, w **os.File }{{&f.cfgR, &f.cfgW}, {&f.errR, &f.errW}, {&f.outR, &f.outW}, {&f.errOutR, &f.errOutW}} {
+	for _, pipe := range []struct{ r, w **os.File }{{&f.goR, &f.goW}, {&f.outR, &f.outW}, {&f.errOutR, &f.errOutW}} {
 		if *pipe.r, *pipe.w, err = os.Pipe(); err != nil {
 			closeFiles(opened()...)
 			return nil, err
@@ -224,9 +223,9 @@ func closeFiles(files ...*os.File) {
 	}
 }
 
-// startHelper has the zygote start the helper in new namespaces with the helper's ends of f, which the parent
-// then closes. On failure it closes the output pipes too.
-func (p *proc) startHelper(m *meta, f *helperFiles) (zstart, <-chan syscall.WaitStatus, error) {
+// startHelper has the zygote fork the command's process in new namespaces with the child's ends of f,
+// which the parent then closes. On failure it closes the output pipes too.
+func (p *proc) startHelper(m *meta, cfg []byte, f *helperFiles) (zstart, <-chan error, <-chan syscall.WaitStatus, error) {
 	cloneflags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
 		syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS)
 	if !m.HostNetwork {
@@ -234,23 +233,23 @@ func (p *proc) startHelper(m *meta, f *helperFiles) (zstart, <-chan syscall.Wait
 	}
 	z, err := p.s.b.zygote()
 	var st zstart
+	var execd <-chan error
 	var exited <-chan syscall.WaitStatus
 	if err == nil {
-		// In the order of the helper's descriptors: stdout, stderr, fdConfig, fdErr, fdHome, fdTmp.
-		st, exited = z.spawn(zmsg{Cloneflags: cloneflags, HostUID: m.HostUID, HostGID: hostGID(m.HostUID)},
-			[]*os.File{f.outW, f.errOutW, f.cfgR, f.errW, f.home, f.tmp})
+		st, execd, exited = z.spawn(zmsg{Cloneflags: cloneflags, HostUID: m.HostUID, HostGID: hostGID(m.HostUID), Config: cfg},
+			[]*os.File{f.outW, f.errOutW, f.goR, f.home, f.tmp})
 		err = st.err
 	}
-	closeFiles(f.cfgR, f.errW, f.outW, f.errOutW)
+	closeFiles(f.goR, f.outW, f.errOutW)
 	if err != nil {
 		closeFiles(f.outR, f.errOutR)
-		return zstart{}, nil, fmt.Errorf("%w: start the isolation helper: %v (does this kernel allow user namespaces?)", sandbox.ErrUnsupported, err)
+		return zstart{}, nil, nil, fmt.Errorf("%w: start the sandboxed process: %v (does this kernel allow user namespaces?)", sandbox.ErrUnsupported, err)
 	}
-	return st, exited, nil
+	return st, execd, exited, nil
 }
 
-// follow takes charge of a started helper: it copies the command's output into p's buffers (closing outR
-// and errOutR when drained) and sets how p signals the helper and waits for it.
+// follow takes charge of a started process: it copies the command's output into p's buffers (closing outR
+// and errOutR when drained) and sets how p signals the process and waits for it.
 func (p *proc) follow(st zstart, exited <-chan syscall.WaitStatus, outR, errOutR *os.File) {
 	p.started = time.Now()
 	p.pid = st.pid
@@ -279,14 +278,14 @@ func (p *proc) follow(st zstart, exited <-chan syscall.WaitStatus, outR, errOutR
 	}
 }
 
-// abandon kills a helper that failed to start its command, waits for it and returns err.
+// abandon kills a process that failed to start its command, waits for it and returns err.
 func (p *proc) abandon(err error) error {
 	p.kill()
 	p.await()
 	return err
 }
 
-// limitAndRecord puts the waiting helper into the sandbox's cgroups, when they are used, and records it in
+// limitAndRecord puts the waiting process into the sandbox's cgroups, when they are used, and records it in
 // the sandbox's run directory, so that Stop and Reap find it from any process.
 func (p *proc) limitAndRecord(m *meta) error {
 	s := p.s
@@ -310,40 +309,31 @@ func (p *proc) limitAndRecord(m *meta) error {
 	return nil
 }
 
-// configure sends the helper its config, which lets it go on, and waits until it has exec'd the command
-// or failed. Setup is bounded by setupTimeout and by ctx; past either, the helper is killed.
-func (p *proc) configure(ctx context.Context, cfgW, errR *os.File, raw []byte) error {
+// configure lets the waiting process go on and waits until it has exec'd the command or failed. Setup is
+// bounded by setupTimeout and by ctx; past either, the process is killed.
+func (p *proc) configure(ctx context.Context, goW *os.File, execd <-chan error) error {
 	s := p.s
-	if _, err := cfgW.Write(raw); err != nil {
-		return fmt.Errorf("configure the isolation helper: %w", err)
+	if _, err := goW.Write([]byte{1}); err != nil {
+		return fmt.Errorf("start the sandboxed process: %w", err)
 	}
-	cfgW.Close()
-	setupDone := make(chan struct{})
-	var setupKilled atomic.Bool
-	go func() {
-		t := time.NewTimer(setupTimeout)
-		defer t.Stop()
-		select {
-		case <-setupDone:
-			return
-		case <-ctx.Done():
-		case <-t.C:
+	goW.Close()
+	t := time.NewTimer(setupTimeout)
+	defer t.Stop()
+	select {
+	case err := <-execd:
+		if err != nil {
+			return fmt.Errorf("%w: setting up %s failed: %v", sandbox.ErrUnsupported, s.id, err)
 		}
-		setupKilled.Store(true)
+		return nil
+	case <-ctx.Done():
 		p.kill()
-	}()
-	msg, _ := io.ReadAll(errR) // EOF without data: the final execve succeeded
-	close(setupDone)
-	switch {
-	case len(msg) > 0:
-		return fmt.Errorf("%w: setting up %s failed: %s", sandbox.ErrUnsupported, s.id, msg)
-	case setupKilled.Load():
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("exec in %s: %w", s.id, err)
-		}
+		<-execd
+		return fmt.Errorf("exec in %s: %w", s.id, ctx.Err())
+	case <-t.C:
+		p.kill()
+		<-execd
 		return fmt.Errorf("%w: setting up %s took over %v", sandbox.ErrUnsupported, s.id, setupTimeout)
 	}
-	return nil
 }
 
 // hostGID mirrors the uid choice: root's dedicated range, or the caller's own group.

@@ -9,65 +9,46 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// The zygote is a small copy of this program (re-executed, so its heap is nearly empty) that forks the
-// isolation helpers. Go cannot use vfork when it creates a user namespace, so it copies the whole address
+// The zygote is a small copy of this program (re-executed, so its heap is nearly empty) that forks every
+// command's process. Go cannot use vfork when it creates a user namespace, so it copies the whole address
 // space of the forking process: from a large agent process that costs tens of milliseconds per command and
 // stalls the parent with copy-on-write faults; from the zygote it costs next to nothing.
 const zygoteArg0 = "agentgraph-sandbox-zygote"
 
 // zmsg is one message on the zygote's socket (SOCK_SEQPACKET, so one message per read). Descriptors travel
-// beside it as SCM_RIGHTS: with "spawn", stdout, stderr and the helper's four ExtraFiles; with "started",
-// a pidfd of the helper.
+// beside it as SCM_RIGHTS: with "spawn", the command's stdout and stderr, the read end of its go-ahead pipe
+// and its home and /tmp; with "started", a pidfd of the command's process.
 type zmsg struct {
-	Kind       string // spawn, started, exited
+	Kind       string // spawn, started, execd, exited
 	ID         uint64
-	Cloneflags uintptr `json:",omitempty"`
-	HostUID    int     `json:",omitempty"`
-	HostGID    int     `json:",omitempty"`
-	Pid        int     `json:",omitempty"`
-	Status     int     `json:",omitempty"` // syscall.WaitStatus of an exited helper
-	Err        string  `json:",omitempty"`
+	Cloneflags uintptr         `json:",omitempty"`
+	HostUID    int             `json:",omitempty"`
+	HostGID    int             `json:",omitempty"`
+	Config     json.RawMessage `json:",omitempty"` // childConfig
+	Pid        int             `json:",omitempty"`
+	Status     int             `json:",omitempty"` // syscall.WaitStatus of an exited process
+	Err        string          `json:",omitempty"`
 }
 
-const spawnFDs = 6
+const spawnFDs = 5
 
-// helperCmd is the one place the helper's process attributes are set.
-func helperCmd(m zmsg, files []*os.File) *exec.Cmd {
-	return &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       []string{helperArg0},
-		Env:        []string{"AGENTGRAPH_SANDBOX_HELPER=1", "GOMAXPROCS=1"},
-		Dir:        "/",
-		Stdout:     files[0],
-		Stderr:     files[1],
-		ExtraFiles: files[2:],
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:  m.Cloneflags,
-			UidMappings: []syscall.SysProcIDMap{{ContainerID: sandboxUID, HostID: m.HostUID, Size: 1}},
-			GidMappings: []syscall.SysProcIDMap{{ContainerID: sandboxUID, HostID: m.HostGID, Size: 1}},
-			// setgroups stays denied, so the sandbox cannot drop a group the host uses to deny access.
-			GidMappingsEnableSetgroups: false,
-			// The helper is the sandbox user from the start; the namespace capabilities it needs to build the
-			// root survive its execve as ambient capabilities, and it drops them all before the final exec.
-			Credential:  &syscall.Credential{Uid: sandboxUID, Gid: sandboxUID, NoSetGroups: true},
-			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP},
-			Pdeathsig:   syscall.SIGKILL,
-			Setsid:      true,
-		},
-	}
-}
-
-// zygoteMain serves spawn requests until the parent closes the socket (or dies), then exits; the helpers
-// it started die with it (Pdeathsig).
+// zygoteMain serves spawn requests until the parent closes the socket (or dies), then exits; the processes
+// it started die with it (their parent-death signal).
 func zygoteMain() {
 	c, err := net.FileConn(os.NewFile(3, "zygote"))
 	if err != nil {
 		os.Exit(3)
 	}
+	if os.Geteuid() == 0 {
+		// Commands must not inherit root's supplementary groups; the zygote needs none.
+		syscall.Setgroups(nil)
+	}
+	statics, staticsErr := loadStatics()
 	uc := c.(*net.UnixConn)
 	var wmu sync.Mutex
 	send := func(m zmsg, fds ...int) {
@@ -80,7 +61,7 @@ func zygoteMain() {
 		uc.WriteMsgUnix(data, oob, nil)
 		wmu.Unlock()
 	}
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, 256<<10)
 	oob := make([]byte, unix.CmsgSpace(spawnFDs*4))
 	for {
 		n, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
@@ -89,41 +70,126 @@ func zygoteMain() {
 		}
 		var m zmsg
 		fds := parseRights(oob[:oobn])
-		if json.Unmarshal(buf[:n], &m) != nil || m.Kind != "spawn" || len(fds) != spawnFDs {
+		if json.Unmarshal(buf[:n], &m) != nil || m.Kind != "spawn" || len(fds) != spawnFDs || staticsErr != nil {
 			for _, fd := range fds {
 				unix.Close(fd)
 			}
-			send(zmsg{Kind: "started", ID: m.ID, Err: "malformed spawn request"})
+			why := "malformed spawn request"
+			if staticsErr != nil {
+				why = staticsErr.Error()
+			}
+			send(zmsg{Kind: "started", ID: m.ID, Err: why})
 			continue
 		}
-		go func() {
-			files := make([]*os.File, len(fds))
-			for i, fd := range fds {
-				files[i] = os.NewFile(uintptr(fd), "spawn")
-			}
-			cmd := helperCmd(m, files)
-			err := cmd.Start()
-			for _, f := range files {
-				f.Close()
-			}
-			if err != nil {
-				send(zmsg{Kind: "started", ID: m.ID, Err: err.Error()})
-				return
-			}
-			// Opened before Wait can reap the helper, so the pidfd always names it.
-			pidfd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
-			if err != nil {
-				cmd.Process.Kill()
-				cmd.Wait()
-				send(zmsg{Kind: "started", ID: m.ID, Err: "pidfd_open: " + err.Error()})
-				return
-			}
-			send(zmsg{Kind: "started", ID: m.ID, Pid: cmd.Process.Pid}, pidfd)
-			unix.Close(pidfd)
-			cmd.Wait()
-			send(zmsg{Kind: "exited", ID: m.ID, Status: int(cmd.ProcessState.Sys().(syscall.WaitStatus))})
-		}()
+		go spawnChild(m, fds, statics, send)
 	}
+}
+
+// spawnChild forks one command's process, maps its ids, reports it started, reports whether its setup
+// reached the final exec, and reports its exit.
+func spawnChild(m zmsg, fds []int, statics *sandboxStatics, send func(zmsg, ...int)) {
+	closeAll := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	fail := func(err error) {
+		send(zmsg{Kind: "started", ID: m.ID, Err: err.Error()})
+	}
+	var cfg childConfig
+	if err := json.Unmarshal(m.Config, &cfg); err != nil {
+		closeAll()
+		fail(err)
+		return
+	}
+	var errPipe [2]int
+	if err := unix.Pipe2(errPipe[:], unix.O_CLOEXEC); err != nil {
+		closeAll()
+		fail(err)
+		return
+	}
+	prog, err := childProgramFor(&cfg, childFDs{stdout: fds[0], stderr: fds[1], goAhead: fds[2], errW: errPipe[1],
+		home: fds[3], tmp: fds[4]}, statics)
+	if err != nil {
+		closeAll()
+		unix.Close(errPipe[0])
+		unix.Close(errPipe[1])
+		fail(err)
+		return
+	}
+	pid, err := forkChild(m.Cloneflags, prog, errPipe[1])
+	closeAll()
+	unix.Close(errPipe[1])
+	defer unix.Close(errPipe[0])
+	if err != nil {
+		fail(fmt.Errorf("clone: %w", err))
+		return
+	}
+	var pidfd int
+	if err = mapIDs(pid, m.HostUID, m.HostGID); err == nil {
+		// Opened before wait4 can reap the process, so the pidfd always names it.
+		pidfd, err = unix.PidfdOpen(pid, 0)
+	}
+	if err != nil {
+		unix.Kill(pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, 0, nil)
+		fail(err)
+		return
+	}
+	send(zmsg{Kind: "started", ID: m.ID, Pid: pid}, pidfd)
+	unix.Close(pidfd)
+	send(zmsg{Kind: "execd", ID: m.ID, Err: childError(errPipe[0], prog)})
+	var ws unix.WaitStatus
+	for {
+		if _, err := unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {
+			break
+		}
+	}
+	send(zmsg{Kind: "exited", ID: m.ID, Status: int(ws)})
+}
+
+// mapIDs maps the sandbox user to the host user of the command's process; setgroups stays denied, so the
+// sandbox cannot drop a group the host uses to deny access.
+func mapIDs(pid, uid, gid int) error {
+	dir := fmt.Sprintf("/proc/%d/", pid)
+	for _, f := range []struct{ name, data string }{
+		{"setgroups", "deny"},
+		{"uid_map", fmt.Sprintf("%d %d 1\n", sandboxUID, uid)},
+		{"gid_map", fmt.Sprintf("%d %d 1\n", sandboxUID, gid)},
+	} {
+		if err := os.WriteFile(dir+f.name, []byte(f.data), 0); err != nil {
+			return fmt.Errorf("write %s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+// childError waits until the child has exec'd its command (EOF on the pipe) or failed, and says which op
+// failed and why.
+func childError(errR int, prog *childProgram) string {
+	var f childFailure
+	buf := (*[unsafe.Sizeof(f)]byte)(unsafe.Pointer(&f))[:]
+	n := 0
+	for n < len(buf) {
+		k, err := unix.Read(errR, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || k == 0 {
+			break
+		}
+		n += k
+	}
+	switch {
+	case n == 0:
+		return ""
+	case n < len(buf):
+		return "the sandbox setup died"
+	case int(f.Index) < len(prog.what):
+		return fmt.Sprintf("%s: %v", prog.what[f.Index], syscall.Errno(f.Errno))
+	}
+	return fmt.Sprintf("step %d: %v", f.Index, syscall.Errno(f.Errno))
 }
 
 func parseRights(oob []byte) []int {
@@ -149,6 +215,7 @@ type zygote struct {
 	mu      sync.Mutex
 	nextID  uint64
 	started map[uint64]chan zstart
+	execd   map[uint64]chan error
 	exits   map[uint64]chan syscall.WaitStatus
 	err     error // why the zygote is gone
 }
@@ -189,7 +256,7 @@ func startZygote() (*zygote, error) {
 		return nil, fmt.Errorf("zygote socket: %w", err)
 	}
 	z := &zygote{cmd: cmd, conn: c.(*net.UnixConn), done: make(chan struct{}),
-		started: map[uint64]chan zstart{}, exits: map[uint64]chan syscall.WaitStatus{}}
+		started: map[uint64]chan zstart{}, execd: map[uint64]chan error{}, exits: map[uint64]chan syscall.WaitStatus{}}
 	go z.read()
 	return z, nil
 }
@@ -220,12 +287,22 @@ func (z *zygote) read() {
 				st := zstart{pid: m.Pid}
 				if m.Err != "" {
 					st.err = errors.New(m.Err)
+					delete(z.execd, m.ID)
 					delete(z.exits, m.ID)
 				} else if len(fds) == 1 {
 					st.pidfd = os.NewFile(uintptr(fds[0]), "pidfd")
 					fds = nil
 				}
 				ch <- st
+			}
+		case "execd":
+			if ch := z.execd[m.ID]; ch != nil {
+				delete(z.execd, m.ID)
+				var err error
+				if m.Err != "" {
+					err = errors.New(m.Err)
+				}
+				ch <- err
 			}
 		case "exited":
 			if ch := z.exits[m.ID]; ch != nil {
@@ -251,25 +328,32 @@ func (z *zygote) fail(err error) {
 		ch <- zstart{err: err}
 		delete(z.started, id)
 	}
+	for id, ch := range z.execd {
+		ch <- err
+		delete(z.execd, id)
+	}
 	for id, ch := range z.exits {
 		ch <- syscall.WaitStatus(syscall.SIGKILL) // "terminated by SIGKILL"
 		delete(z.exits, id)
 	}
 }
 
-// spawn asks the zygote for a helper with these descriptors (stdout, stderr, then the ExtraFiles). It returns
-// the helper's pid and pidfd, and a channel that receives its wait status.
-func (z *zygote) spawn(m zmsg, files []*os.File) (zstart, <-chan syscall.WaitStatus) {
+// spawn asks the zygote for a command's process with these descriptors (stdout, stderr, the go-ahead pipe's
+// read end, home, /tmp). It returns the process's pid and pidfd, a channel that receives nil once the command
+// runs or why its setup failed, and one that receives its wait status.
+func (z *zygote) spawn(m zmsg, files []*os.File) (zstart, <-chan error, <-chan syscall.WaitStatus) {
 	started := make(chan zstart, 1)
+	execd := make(chan error, 1)
 	exited := make(chan syscall.WaitStatus, 1)
 	z.mu.Lock()
 	if z.err != nil {
 		z.mu.Unlock()
-		return zstart{err: z.err}, nil
+		return zstart{err: z.err}, nil, nil
 	}
 	z.nextID++
 	m.Kind, m.ID = "spawn", z.nextID
 	z.started[m.ID] = started
+	z.execd[m.ID] = execd
 	z.exits[m.ID] = exited
 	z.mu.Unlock()
 	data, _ := json.Marshal(m)
@@ -280,15 +364,16 @@ func (z *zygote) spawn(m zmsg, files []*os.File) (zstart, <-chan syscall.WaitSta
 	if _, _, err := z.conn.WriteMsgUnix(data, unix.UnixRights(fds...), nil); err != nil {
 		z.mu.Lock()
 		delete(z.started, m.ID)
+		delete(z.execd, m.ID)
 		delete(z.exits, m.ID)
 		z.mu.Unlock()
-		return zstart{err: fmt.Errorf("talk to the sandbox zygote: %w", err)}, nil
+		return zstart{err: fmt.Errorf("talk to the sandbox zygote: %w", err)}, nil, nil
 	}
 	st := <-started
 	if st.err != nil {
-		return st, nil
+		return st, nil, nil
 	}
-	return st, exited
+	return st, execd, exited
 }
 
 // close ends the zygote: it sees EOF, exits, and the helpers it started die with it.
