@@ -15,6 +15,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/agentgraph/agentgraph/server"
 )
 
 var screenshotOut = flag.String("screenshot", "", "also write the page's screenshot after the fork to this PNG file (the how-to's picture)")
@@ -158,12 +160,16 @@ func (b *browser) messages() []string {
 	return out
 }
 
-// problems lists the console errors and uncaught exceptions so far.
-func (b *browser) problems() []string {
+// problems lists the console errors and uncaught exceptions so far, but
+// for the browser's own network log when allowNetwork is set.
+func (b *browser) problems(allowNetwork bool) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []string
 	for _, m := range b.console {
+		if allowNetwork && m.Source == "network" {
+			continue
+		}
 		if m.Type == chromedp.ConsoleError || m.IsException() {
 			out = append(out, fmt.Sprintf("%s (%s:%d)", m, m.URL, m.Line))
 		}
@@ -332,7 +338,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the run took %s to stop after Cancel", d)
 	}
 
-	if p := b.problems(); len(p) > 0 {
+	if p := b.problems(false); len(p) > 0 {
 		t.Errorf("the page wrote errors to the console:\n%s", strings.Join(p, "\n"))
 	}
 	if *screenshotOut != "" && forkShot != "" {
@@ -345,4 +351,25 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 	t.Logf("browser session took %s; screenshots in %s", time.Since(start).Round(time.Millisecond), b.shots)
+}
+
+// With an API key the page asks for it, keeps it for the tab, and sends it.
+func TestBrowserAPIKey(t *testing.T) {
+	b := newBrowser(t)
+	ts := newStudio(t, server.WithAPIKey("sesame"))
+	b.do("load the page", chromedp.Navigate(ts.URL), chromedp.WaitVisible(chromedp.ID("key-form")))
+	if got := must[string](b, `document.activeElement.id`); got != "api-key" {
+		t.Errorf("focus on %q; want the key field", got)
+	}
+	if alert := must[string](b, `document.getElementById("alert").textContent`); !strings.Contains(alert, "401") {
+		t.Errorf("alert %q; want the server's 401", alert)
+	}
+	b.do("give the key", chromedp.SendKeys(chromedp.ID("api-key"), "sesame"), chromedp.KeyEvent(kb.Enter))
+	b.wait("assistants listed", `document.body.dataset.ready === "true" && document.querySelectorAll("#assistant option").length === 2 && document.getElementById("key-form").hidden`, 10*time.Second)
+	b.send("print(6*7)")
+	b.answer("a run with the key", `exit code 0\n42$`, 20*time.Second)
+	// Only the first, keyless requests failed, and the browser logged them.
+	if p := b.problems(true); len(p) > 0 {
+		t.Errorf("the page wrote errors to the console:\n%s", strings.Join(p, "\n"))
+	}
 }

@@ -55,9 +55,9 @@ func approvalGraph(t testing.TB, saver checkpoint.Saver) *graph.Graph[prebuilt.M
 
 // newStudio serves the page in front of an Agent Server with two graphs:
 // the guide's CodeAct agent (scripted model, run_python in local sandboxes
-// under a temporary root) and the approval graph. Everything it starts ends
-// with the test.
-func newStudio(t testing.TB) *httptest.Server {
+// under a temporary root) and the approval graph; opts add to the server's
+// options. Everything it starts ends with the test.
+func newStudio(t testing.TB, opts ...server.Option) *httptest.Server {
 	t.Helper()
 	backend, err := local.New(local.WithRoot(t.TempDir()))
 	if err != nil {
@@ -79,11 +79,11 @@ func newStudio(t testing.TB) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(
+	srv, err := server.New(append([]server.Option{
 		server.WithGraph("codeact", agent, server.WithDescription("The CodeAct agent: a model that answers by running Python in its thread's sandbox")),
 		server.WithGraph("approval", approvalGraph(t, saver), server.WithDescription("Drafts a reply and asks before sending it")),
 		server.WithSaver(saver), server.WithWorkers(2),
-	)
+	}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

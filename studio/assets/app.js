@@ -140,7 +140,14 @@ function renderThreads() {
   );
 }
 
+// leaveRun stops streaming the page's run when another thread is shown; the
+// run itself goes on in the server.
+function leaveRun(id) {
+  if (st.run && st.run.tid !== id) st.run.controller.abort();
+}
+
 async function selectThread(id) {
+  leaveRun(id);
   if (st.watch) st.watch.abort();
   st.watch = new AbortController();
   const signal = st.watch.signal;
@@ -172,6 +179,7 @@ async function refreshState(signal) {
 }
 
 function newThread() {
+  leaveRun(null);
   if (st.watch) st.watch.abort();
   st.thread = null;
   st.messages = [];
@@ -345,7 +353,8 @@ async function startRun(body, what) {
   }
   const tid = st.thread.thread_id;
   const controller = new AbortController();
-  st.run = { id: "", controller };
+  const run = { id: "", tid, controller };
+  st.run = run;
   st.interrupts = [];
   renderInterrupts();
   setAlert("");
@@ -356,13 +365,13 @@ async function startRun(body, what) {
       signal: controller.signal,
       onOpen(location) {
         const id = location.split("/runs/")[1];
-        if (id && !st.run.id) st.run.id = id;
-        $("cancel").disabled = !st.run.id;
+        if (id && !run.id) run.id = id;
+        $("cancel").disabled = !run.id;
       },
       onEvent,
     });
   } finally {
-    await endRun(tid, what);
+    await endRun(run, what);
   }
 }
 
@@ -372,18 +381,20 @@ async function joinActiveRun(tid) {
   const active = runs.find((r) => r.status === "running" || r.status === "pending");
   if (!active) return;
   const controller = new AbortController();
-  st.run = { id: active.run_id, controller };
+  const run = { id: active.run_id, tid, controller };
+  st.run = run;
   setStatus("Watching a run in progress…");
   runControls(true);
   try {
     await api.stream("GET", `/threads/${enc(tid)}/runs/${enc(active.run_id)}/stream`, undefined, { signal: controller.signal, onEvent });
   } finally {
-    await endRun(tid, "The run");
+    await endRun(run, "The run");
   }
 }
 
-async function endRun(tid, what) {
-  const run = st.run;
+async function endRun(run, what) {
+  if (st.run !== run) return;
+  const tid = run.tid;
   st.run = null;
   st.partials.clear();
   st.running.clear();
@@ -392,16 +403,16 @@ async function endRun(tid, what) {
   runControls(false);
   if (!st.thread || st.thread.thread_id !== tid) return;
   let outcome = "ended";
-  if (run && run.id) {
+  if (run.id) {
     const rec = await api.get(`/threads/${enc(tid)}/runs/${enc(run.id)}`).catch(() => null);
     if (rec) outcome = rec.status;
   }
   st.thread = await api.get(`/threads/${enc(tid)}`);
   await refreshState();
   if (st.interrupts.length) outcome = "interrupted: waiting for your answer";
-  setStatus(`${what} ${outcome === "success" ? "finished" : outcome}.`);
   await loadThreads();
   if (st.timelineOpen) await loadTimeline();
+  setStatus(`${what} ${outcome === "success" ? "finished" : outcome}.`);
 }
 
 async function send(event) {
@@ -433,9 +444,9 @@ async function send(event) {
 }
 
 async function cancelRun() {
-  if (!st.run || !st.run.id || !st.thread) return;
+  if (!st.run || !st.run.id) return;
   setStatus("Cancelling the run…");
-  await api.post(`/threads/${enc(st.thread.thread_id)}/runs/${enc(st.run.id)}/cancel`);
+  await api.post(`/threads/${enc(st.run.tid)}/runs/${enc(st.run.id)}/cancel`);
 }
 
 // ---- interrupts ----
