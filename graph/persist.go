@@ -1,9 +1,13 @@
 package graph
 
 import (
+	"bytes"
 	"context"
+	"encoding"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -11,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/agentgraph/agentgraph/checkpoint"
 )
@@ -45,6 +50,24 @@ type chainInfo struct {
 	length         int
 	bytesSinceFull int
 	fullBytes      int
+	// tails lets the next full checkpoint reuse the last one's bytes of the
+	// slice keys that only grew since (see spliceFull).
+	tails map[string]*fullTail
+}
+
+// own returns a copy of c whose tails a run may extend without changing c's.
+func (c chainInfo) own() chainInfo {
+	if c.tails == nil {
+		return c
+	}
+	tails := make(map[string]*fullTail, len(c.tails))
+	for name, t := range c.tails {
+		t := *t
+		t.writes, t.enc = slices.Clip(t.writes), slices.Clip(t.enc)
+		tails[name] = &t
+	}
+	c.tails = tails
+	return c
 }
 
 type persister[S any] struct {
@@ -266,7 +289,7 @@ func (p *persister[S]) load(ctx context.Context, take bool) (*loadedState[S], er
 	}
 	p.cfg = tuple.Config
 	p.head = tuple.Checkpoint.ID
-	p.chain = st.chain
+	p.chain = st.chain.own()
 	p.lastStep = st.step
 	p.ok = true
 	return st, nil
@@ -425,6 +448,7 @@ func (p *persister[S]) record(k AnyKey[S], s *S, ws []Write[S], version uint64) 
 			p.diffSize -= len(d)
 		}
 		delete(p.deltas, name)
+		delete(p.chain.tails, name)
 		return nil
 	}
 	for _, w := range ws {
@@ -437,6 +461,7 @@ func (p *persister[S]) record(k AnyKey[S], s *S, ws []Write[S], version uint64) 
 		}
 		p.deltas[name] = append(p.deltas[name], b)
 		p.diffSize += len(b)
+		p.chain.addTail(name, w.value(), b)
 	}
 	return nil
 }
@@ -568,7 +593,7 @@ func (p *persister[S]) build(r *runner[S], id string, tasks []checkpoint.Task) *
 		}
 	}
 	if full {
-		p.chain = chainInfo{fullBytes: cp.Size()}
+		p.chain = chainInfo{fullBytes: cp.Size(), tails: p.chain.tails}
 	} else {
 		p.chain.length++
 		p.chain.bytesSinceFull += p.diffSize
@@ -580,12 +605,23 @@ func (p *persister[S]) build(r *runner[S], id string, tasks []checkpoint.Task) *
 // fill makes cp a full checkpoint: every key's whole value.
 func (p *persister[S]) fill(r *runner[S], cp *checkpoint.Checkpoint) error {
 	values := make(map[string][]byte, len(p.g.keys)+len(p.g.joins))
+	var tails map[string]*fullTail
 	for _, k := range p.g.keys {
-		b, err := k.encodeValue(&r.state, p.codec)
-		if err != nil {
-			return fmt.Errorf("graph: encoding key %q: %w", k.Name(), err)
+		name := k.Name()
+		b, spliced := p.spliceFull(k, &r.state)
+		if !spliced {
+			var err error
+			if b, err = k.encodeValue(&r.state, p.codec); err != nil {
+				return fmt.Errorf("graph: encoding key %q: %w", name, err)
+			}
 		}
-		values[k.Name()] = b
+		values[name] = b
+		if t := p.newTail(k, &r.state, b); t != nil {
+			if tails == nil {
+				tails = map[string]*fullTail{}
+			}
+			tails[name] = t
+		}
 	}
 	for _, j := range p.g.joins {
 		values[j.channel] = cp.Values[j.channel]
@@ -598,7 +634,147 @@ func (p *persister[S]) fill(r *runner[S], cp *checkpoint.Checkpoint) error {
 		versions[k.Name()] = r.version
 	}
 	cp.Values, cp.Deltas, cp.Versions, cp.Full = values, nil, versions, true
+	p.chain.tails = tails
 	return nil
+}
+
+// A full checkpoint holds every key's whole value, and encoding a long
+// thread's message list again at every full checkpoint is what made them
+// cost more than the steps between. For a slice key whose value since the
+// last full checkpoint is that checkpoint's value followed by the writes
+// since, the JSON of the whole value is the last full checkpoint's JSON for
+// the key with the writes' JSON (already encoded: they are the deltas of the
+// checkpoints between) spliced in before its closing bracket, so a full
+// checkpoint costs a copy. Whether the value only grew is checked, not
+// assumed from the reducer: its elements must be, bit for bit, the elements
+// of the last full value (a copy kept for this) and then those of each
+// write. A reducer that keeps, drops, reorders or replaces elements fails
+// the check and the value is encoded as before.
+
+// tailMin is the smallest encoded value worth keeping a tail for: below it,
+// encoding the value is as cheap as checking it.
+const tailMin = 1 << 10
+
+// fullTail is what spliceFull needs about one slice key.
+type fullTail struct {
+	base   []byte          // the key's JSON in the last full checkpoint
+	value  reflect.Value   // a copy of the slice base encodes
+	writes []reflect.Value // the slices written to the key since, in fold order
+	enc    [][]byte        // their JSON
+}
+
+// slicer is implemented by every *Key: its value as a reflect.Value.
+type slicer[S any] interface{ valueOf(s *S) reflect.Value }
+
+func (k *Key[S, T]) valueOf(s *S) reflect.Value { return reflect.ValueOf(any(*k.ptr(s))) }
+
+// addTail notes a write to key name, encoded as b, for the next full
+// checkpoint.
+func (c *chainInfo) addTail(name string, v any, b []byte) {
+	t := c.tails[name]
+	if t == nil {
+		return
+	}
+	w := reflect.ValueOf(v)
+	if w.Kind() != reflect.Slice || w.Type() != t.value.Type() {
+		delete(c.tails, name)
+		return
+	}
+	t.writes = append(t.writes, w)
+	t.enc = append(t.enc, b)
+}
+
+var (
+	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	jsonAppenderType  = reflect.TypeFor[checkpoint.JSONAppender]()
+)
+
+// spliceable reports whether the JSON codec encodes a slice of type t as
+// "[" + its elements' JSON joined by commas + "]": it does unless the slice
+// type encodes itself, or is a byte slice (a base64 string).
+func spliceable(t reflect.Type) bool {
+	if t.Kind() != reflect.Slice || t.Elem().Kind() == reflect.Uint8 || t.Elem().Size() == 0 {
+		return false
+	}
+	for _, m := range []reflect.Type{jsonMarshalerType, textMarshalerType, jsonAppenderType} {
+		if t.Implements(m) || reflect.PointerTo(t).Implements(m) {
+			return false
+		}
+	}
+	return true
+}
+
+// newTail starts the tail of key k after a full checkpoint that stored its
+// value in s as b, or returns nil when k's value cannot be spliced.
+func (p *persister[S]) newTail(k AnyKey[S], s *S, b []byte) *fullTail {
+	sk, ok := k.self().(slicer[S])
+	if !ok || p.codec != checkpoint.JSON || len(b) < tailMin || b[0] != '[' || b[len(b)-1] != ']' {
+		return nil
+	}
+	v := sk.valueOf(s)
+	if !v.IsValid() || !spliceable(v.Type()) {
+		return nil
+	}
+	c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+	reflect.Copy(c, v)
+	return &fullTail{base: b, value: c}
+}
+
+// spliceFull returns the JSON of key k's value in s built from its tail, or
+// false when the value is not the tail's value followed by its writes.
+func (p *persister[S]) spliceFull(k AnyKey[S], s *S) ([]byte, bool) {
+	t := p.chain.tails[k.Name()]
+	sk, ok := k.self().(slicer[S])
+	if t == nil || !ok {
+		return nil, false
+	}
+	cur := sk.valueOf(s)
+	if !cur.IsValid() || cur.Type() != t.value.Type() {
+		return nil, false
+	}
+	n, off := t.value.Len(), t.value.Len()
+	size := len(t.base) + 1
+	for i, w := range t.writes {
+		n += w.Len()
+		size += len(t.enc[i])
+	}
+	if n != cur.Len() || !sameElems(cur.Slice(0, off), t.value) {
+		return nil, false
+	}
+	for _, w := range t.writes {
+		if !sameElems(cur.Slice(off, off+w.Len()), w) {
+			return nil, false
+		}
+		off += w.Len()
+	}
+	out := make([]byte, 0, size)
+	out = append(out, t.base[:len(t.base)-1]...)
+	for i, e := range t.enc {
+		switch {
+		case t.writes[i].Len() == 0:
+			continue
+		case len(e) < 2 || e[0] != '[' || e[len(e)-1] != ']':
+			return nil, false
+		}
+		if out[len(out)-1] != '[' {
+			out = append(out, ',')
+		}
+		out = append(out, e[1:len(e)-1]...)
+	}
+	return append(out, ']'), true
+}
+
+// sameElems reports whether two slices of one type hold the same bits.
+func sameElems(a, b reflect.Value) bool {
+	if a.Len() != b.Len() {
+		return false
+	}
+	if a.Len() == 0 {
+		return true
+	}
+	size := a.Len() * int(a.Type().Elem().Size())
+	return bytes.Equal(unsafe.Slice((*byte)(a.UnsafePointer()), size), unsafe.Slice((*byte)(b.UnsafePointer()), size))
 }
 
 func (p *persister[S]) store(cp *checkpoint.Checkpoint, md checkpoint.Metadata) error {
@@ -657,9 +833,13 @@ func (p *persister[S]) encodeHeld() error {
 				}
 				p.deltas[name] = enc
 				p.diffSize += size
+				for i, w := range h.ws {
+					p.chain.addTail(name, w.value(), enc[i])
+				}
 				continue
 			}
 		}
+		delete(p.chain.tails, name)
 		b, err := k.encodeValue(&p.r.state, p.codec)
 		if err != nil {
 			return fmt.Errorf("graph: encoding key %q: %w", name, err)
