@@ -29,6 +29,7 @@ type Backend struct {
 	running map[string]*detached  // detached commands started by this process, by command id
 	watches map[string]*diskWatch // disk-quota watches of sandboxes with running commands, by sandbox id
 	mounted map[string]bool       // sandboxes whose disk this backend mounted, by id
+	limited map[string]int        // cgroup controllers whose limits this backend wrote, by sandbox id (bits)
 
 	zmu    sync.Mutex
 	zyg    *zygote // started at the first command
@@ -84,7 +85,7 @@ func New(opts ...Option) (*Backend, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Backend{cfg: cfg, cancel: cancel, done: make(chan struct{}), running: map[string]*detached{},
-		watches: map[string]*diskWatch{}, mounted: map[string]bool{}}
+		watches: map[string]*diskWatch{}, mounted: map[string]bool{}, limited: map[string]int{}}
 	if cfg.reapInterval >= 0 {
 		if _, err := b.Reap(ctx); err != nil {
 			cfg.logger.Warn("sandbox: reaping expired sandboxes failed", "err", err)
@@ -310,6 +311,25 @@ func (s *sbx) makeFiles(m *meta) error {
 		}
 	}
 	return s.writeMeta(m)
+}
+
+// cgroupLimited remembers which of the sandbox's cgroups this backend wrote the limits of. A cgroup that
+// another process removed and made again got its limits from that process (see joinCgroups), so the memory
+// stays true; Stop and Delete, which remove the cgroups, forget it.
+func (b *Backend) cgroupLimited(id string) limitMemory {
+	bit := func(c string) int { return 1 << slices.Index(cgroupControllers, c) }
+	return limitMemory{
+		has: func(c string) bool {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return b.limited[id]&bit(c) != 0
+		},
+		set: func(c string) {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.limited[id] |= bit(c)
+		},
+	}
 }
 
 func (b *Backend) noteMounted(id string) {

@@ -33,8 +33,9 @@ func cgroupDir(controller, id string) string {
 }
 
 // joinCgroups creates the sandbox's cgroups if needed, sets their limits and moves pid into them. All
-// commands of a sandbox share its limits, as processes of one machine would.
-func joinCgroups(id string, lim sandbox.Limits, pid int) error {
+// commands of a sandbox share its limits, as processes of one machine would. lim.has says this process
+// wrote the limits of an existing cgroup before, so only the move is left; lim.set records that it has.
+func joinCgroups(id string, lim sandbox.Limits, pid int, mem limitMemory) error {
 	files := map[string]map[string]string{
 		"memory": {"memory.limit_in_bytes": strconv.FormatInt(lim.MemoryBytes, 10), "memory.swappiness": "0"},
 		"pids":   {"pids.max": strconv.Itoa(lim.Pids)},
@@ -42,10 +43,16 @@ func joinCgroups(id string, lim sandbox.Limits, pid int) error {
 	}
 	for _, c := range cgroupControllers {
 		dir := cgroupDir(c, id)
-		// Limits are written every time, even into an existing cgroup: a concurrent command may have made
-		// it an instant ago and not have written them yet.
-		if _, err := mkCgroup(dir); err != nil {
+		// Limits are written into an existing cgroup too, unless this process wrote them: a concurrent
+		// command of another process may have made it an instant ago and not have written them yet.
+		made, err := mkCgroup(dir)
+		if err != nil {
 			return err
+		}
+		if !made && mem.has(c) {
+			if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err == nil {
+				continue
+			}
 		}
 		for name, v := range files[c] {
 			if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o644); err != nil &&
@@ -53,11 +60,18 @@ func joinCgroups(id string, lim sandbox.Limits, pid int) error {
 				return fmt.Errorf("set %s: %w", name, err)
 			}
 		}
+		mem.set(c)
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 			return fmt.Errorf("join %s cgroup: %w", c, err)
 		}
 	}
 	return nil
+}
+
+// limitMemory remembers which cgroups of a sandbox got their limits from this process.
+type limitMemory struct {
+	has func(controller string) bool
+	set func(controller string)
 }
 
 // mkCgroup makes dir and reports whether it is new.

@@ -42,7 +42,9 @@ type Option func(*config)
 func WithRoot(dir string) Option { return func(c *config) { c.root = dir } }
 
 // WithPython sets the interpreter that `python3` and `python` run inside the sandbox, with its leading
-// arguments; the default is /usr/bin/python3 -I. The path must lie under a directory of the read-only root
+// arguments; the default is /usr/bin/python3 -I. Without arguments the names are symlinks to path; with
+// arguments, scripts that add them (a shell start more per run). The path must lie under a directory of
+// the read-only root
 // (/usr by default).
 func WithPython(path string, args ...string) Option {
 	return func(c *config) { c.python = append([]string{path}, args...) }

@@ -20,6 +20,7 @@ type childFDs struct {
 	goAhead        int // read end: one byte once the child is in its cgroups and its ids are mapped
 	errW           int // write end, close-on-exec: a childFailure, or EOF when the final execve succeeded
 	home, tmp      int // detached mounts (root) or O_PATH directories of home and /tmp
+	template       int // a clone of the zygote's ready-made root (see rootTemplate), or -1
 }
 
 const newRoot = "/tmp" // mount point of the new root's tmpfs in the child; the host's /tmp is never bound
@@ -31,67 +32,8 @@ func inRoot(p string) string { return newRoot + p }
 // exec its command: the same steps, in the same order, as docs/security.md lists.
 func childProgramFor(cfg *childConfig, fds childFDs, sec *sandboxStatics) (*childProgram, error) {
 	p := &childProgram{}
-	sys := func(what string, nr uintptr, args ...uintptr) int { return p.call(what, nr, args...) }
-	str := p.bytes
-	mkdir := func(path string, mode uint32) {
-		i := sys("mkdir "+path, unix.SYS_MKDIRAT, atFDCWD, str(path), uintptr(mode))
-		p.ops[i].okErrno = syscall.EEXIST
-	}
-	mkdirAll := func(path string) {
-		var parts []string
-		for d := path; d != newRoot && d != "/" && d != "."; d = filepath.Dir(d) {
-			parts = append(parts, d)
-		}
-		for i := len(parts) - 1; i >= 0; i-- {
-			mkdir(parts[i], 0o755)
-		}
-	}
-	touch := func(path string, mode uint32) {
-		fd := sys("create "+path, unix.SYS_OPENAT, atFDCWD, str(path),
-			uintptr(unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC), uintptr(mode))
-		p.callFrom("close "+path, unix.SYS_CLOSE, 0, fd)
-	}
-	writeFile := func(path, content string, mode uint32) {
-		fd := sys("create "+path, unix.SYS_OPENAT, atFDCWD, str(path),
-			uintptr(unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC|unix.O_CLOEXEC), uintptr(mode))
-		if content != "" {
-			b := []byte(content)
-			p.keep = append(p.keep, b)
-			w := p.callFrom("write "+path, unix.SYS_WRITE, 0, fd, 0, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			p.ops[w].want = uintptr(len(b))
-		}
-		p.callFrom("close "+path, unix.SYS_CLOSE, 0, fd)
-	}
-	mount := func(what, src, dst, fstype string, flags uintptr, data string) int {
-		var s, t, d uintptr
-		if src != "" {
-			s = str(src)
-		}
-		if fstype != "" {
-			t = str(fstype)
-		}
-		if data != "" {
-			d = str(data)
-		}
-		return sys(what, unix.SYS_MOUNT, s, str(dst), t, flags, d)
-	}
-	// bindRO binds src read-only at dst, keeping the flags the kernel locks on mounts from outside the user
-	// namespace (found by the zygote with statfs).
-	bindRO := func(src, dst string, dir bool) error {
-		var st unix.Statfs_t
-		if err := unix.Statfs(src, &st); err != nil {
-			return fmt.Errorf("statfs %s: %w", src, err)
-		}
-		if dir {
-			mkdirAll(dst)
-		} else {
-			mkdirAll(filepath.Dir(dst))
-			touch(dst, 0o644)
-		}
-		mount("bind "+src, src, dst, "", unix.MS_BIND|unix.MS_REC, "")
-		mount("remount "+dst+" read-only", "", dst, "", remountFlags(st.Flags, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV), "")
-		return nil
-	}
+	b := rootOps{p}
+	sys, str, mkdir, mkdirAll, mount := b.sys, p.bytes, b.mkdir, b.mkdirAll, b.mount
 
 	sys("set the parent-death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL))
 	sys("setsid", unix.SYS_SETSID)
@@ -116,68 +58,23 @@ func childProgramFor(cfg *childConfig, fds childFDs, sec *sandboxStatics) (*chil
 		homeTree = sys("clone home "+cfg.HomeSrc, unix.SYS_OPEN_TREE, atFDCWD, str(cfg.HomeSrc), flags)
 		tmpTree = sys("clone /tmp "+cfg.TmpSrc, unix.SYS_OPEN_TREE, atFDCWD, str(cfg.TmpSrc), flags)
 	}
-	mount("mount the root tmpfs", "tmpfs", newRoot, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=16m,mode=0755")
-	for _, d := range cfg.Binds {
-		if err := bindRO(d, inRoot(d), true); err != nil {
-			return nil, err
-		}
+	if fds.template >= 0 {
+		sys("attach the root", unix.SYS_MOVE_MOUNT, uintptr(fds.template), str(""), atFDCWD, str(newRoot),
+			unix.MOVE_MOUNT_F_EMPTY_PATH)
+		mount("mount /dev/shm", "tmpfs", inRoot("/dev/shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
+			fmt.Sprintf("size=%d,mode=1777", cfg.TmpfsBytes))
+	} else if err := buildRootOps(p, cfg); err != nil {
+		return nil, err
 	}
-	for _, name := range sortedKeys(cfg.Symlinks) {
-		sys("symlink /"+name, unix.SYS_SYMLINKAT, str(cfg.Symlinks[name]), atFDCWD, str(inRoot("/"+name)))
-	}
-	mkdir(inRoot("/etc"), 0o755)
-	for _, name := range sortedKeys(cfg.EtcFiles) {
-		writeFile(inRoot("/etc/"+name), cfg.EtcFiles[name], 0o644)
-	}
-	for _, e := range cfg.EtcBinds {
-		fi, err := os.Lstat(e)
-		if err != nil {
-			continue // the allow-list names what may exist; absence is fine
-		}
-		if fi.Mode()&os.ModeSymlink != 0 {
-			if target, err := os.Readlink(e); err == nil {
-				mkdirAll(filepath.Dir(inRoot(e)))
-				sys("symlink "+e, unix.SYS_SYMLINKAT, str(target), atFDCWD, str(inRoot(e)))
-			}
-			continue
-		}
-		if err := bindRO(e, inRoot(e), fi.IsDir()); err != nil {
-			return nil, err
-		}
-	}
-	mkdirAll(inRoot("/opt/agentgraph/bin"))
-	for _, name := range sortedKeys(cfg.Wrappers) {
-		w := cfg.Wrappers[name]
-		if target, ok := strings.CutPrefix(w, "symlink:"); ok {
-			sys("symlink "+name, unix.SYS_SYMLINKAT, str(target), atFDCWD, str(inRoot("/opt/agentgraph/bin/"+name)))
-			continue
-		}
-		writeFile(inRoot("/opt/agentgraph/bin/"+name), w, 0o755)
-	}
-
-	// /dev: a small tmpfs of bound device nodes, and a size-capped /dev/shm.
-	dev := inRoot("/dev")
-	mkdir(dev, 0o755)
-	mount("mount /dev", "tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=0755")
-	for _, name := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
-		touch(dev+"/"+name, 0o666)
-		mount("bind /dev/"+name, "/dev/"+name, dev+"/"+name, "", unix.MS_BIND, "")
-	}
-	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"},
-		{"stderr", "/proc/self/fd/2"}, {"ptmx", "pts/ptmx"}} {
-		sys("symlink /dev/"+l[0], unix.SYS_SYMLINKAT, str(l[1]), atFDCWD, str(dev+"/"+l[0]))
-	}
-	mkdir(dev+"/shm", 0o1777)
-	mount("mount /dev/shm", "tmpfs", dev+"/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
-		fmt.Sprintf("size=%d,mode=1777", cfg.TmpfsBytes))
-	mount("make /dev read-only", "", dev, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=0755")
 
 	// Home and /tmp, read-write, nosuid, nodev.
 	for _, m := range []struct {
 		fd, tree int
 		dst      string
 	}{{fds.home, homeTree, inRoot("/home/user")}, {fds.tmp, tmpTree, inRoot("/tmp")}} {
-		mkdirAll(m.dst)
+		if fds.template < 0 {
+			mkdirAll(m.dst)
+		}
 		if cfg.MountFDs {
 			sys("attach "+m.dst, unix.SYS_MOVE_MOUNT, uintptr(m.fd), str(""), atFDCWD, str(m.dst),
 				unix.MOVE_MOUNT_F_EMPTY_PATH)
@@ -189,7 +86,9 @@ func childProgramFor(cfg *childConfig, fds childFDs, sec *sandboxStatics) (*chil
 	}
 
 	// A fresh /proc for the new pid namespace; the keyring files masked, /proc/sys read-only.
-	mkdir(inRoot("/proc"), 0o555)
+	if fds.template < 0 {
+		mkdir(inRoot("/proc"), 0o555)
+	}
 	mount("mount /proc", "proc", inRoot("/proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 	for _, f := range []string{"/proc/keys", "/proc/key-users"} {
 		i := mount("mask "+f, inRoot("/dev/null"), inRoot(f), "", unix.MS_BIND, "")
@@ -204,7 +103,9 @@ func childProgramFor(cfg *childConfig, fds childFDs, sec *sandboxStatics) (*chil
 	sys("pivot_root", unix.SYS_PIVOT_ROOT, str("."), str("."))
 	sys("detach the old root", unix.SYS_UMOUNT2, str("."), unix.MNT_DETACH)
 	sys("chdir /", unix.SYS_CHDIR, str("/"))
-	mount("make / read-only", "", "/", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "")
+	if fds.template < 0 { // a template is read-only already
+		mount("make / read-only", "", "/", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "")
+	}
 
 	host := []byte(cfg.Hostname)
 	p.keep = append(p.keep, host)
@@ -410,3 +311,138 @@ func sortedKeys(m map[string]string) []string {
 
 // atFDCWD is AT_FDCWD as a system call argument.
 var atFDCWD = func() uintptr { v := unix.AT_FDCWD; return uintptr(v) }()
+
+// buildRootOps appends the ops that build the new root by hand: a tmpfs filled with read-only binds of the
+// allow-list, /etc, the wrappers and /dev. The zygote's template (rootTemplate) does the same once.
+func buildRootOps(p *childProgram, cfg *childConfig) error {
+	b := rootOps{p}
+	b.mount("mount the root tmpfs", "tmpfs", newRoot, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=16m,mode=0755")
+	for _, d := range cfg.Binds {
+		if err := b.bindRO(d, inRoot(d), true); err != nil {
+			return err
+		}
+	}
+	for _, name := range sortedKeys(cfg.Symlinks) {
+		b.sys("symlink /"+name, unix.SYS_SYMLINKAT, p.bytes(cfg.Symlinks[name]), atFDCWD, p.bytes(inRoot("/"+name)))
+	}
+	b.mkdir(inRoot("/etc"), 0o755)
+	for _, name := range sortedKeys(cfg.EtcFiles) {
+		b.writeFile(inRoot("/etc/"+name), cfg.EtcFiles[name], 0o644)
+	}
+	for _, e := range cfg.EtcBinds {
+		fi, err := os.Lstat(e)
+		if err != nil {
+			continue // the allow-list names what may exist; absence is fine
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			if target, err := os.Readlink(e); err == nil {
+				b.mkdirAll(filepath.Dir(inRoot(e)))
+				b.sys("symlink "+e, unix.SYS_SYMLINKAT, p.bytes(target), atFDCWD, p.bytes(inRoot(e)))
+			}
+			continue
+		}
+		if err := b.bindRO(e, inRoot(e), fi.IsDir()); err != nil {
+			return err
+		}
+	}
+	b.mkdirAll(inRoot("/opt/agentgraph/bin"))
+	for _, name := range sortedKeys(cfg.Wrappers) {
+		w := cfg.Wrappers[name]
+		if target, ok := strings.CutPrefix(w, "symlink:"); ok {
+			b.sys("symlink "+name, unix.SYS_SYMLINKAT, p.bytes(target), atFDCWD, p.bytes(inRoot("/opt/agentgraph/bin/"+name)))
+			continue
+		}
+		b.writeFile(inRoot("/opt/agentgraph/bin/"+name), w, 0o755)
+	}
+
+	// /dev: a small tmpfs of bound device nodes, and a size-capped /dev/shm.
+	dev := inRoot("/dev")
+	b.mkdir(dev, 0o755)
+	b.mount("mount /dev", "tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=0755")
+	for _, name := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+		b.touch(dev+"/"+name, 0o666)
+		b.mount("bind /dev/"+name, "/dev/"+name, dev+"/"+name, "", unix.MS_BIND, "")
+	}
+	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"},
+		{"stderr", "/proc/self/fd/2"}, {"ptmx", "pts/ptmx"}} {
+		b.sys("symlink /dev/"+l[0], unix.SYS_SYMLINKAT, p.bytes(l[1]), atFDCWD, p.bytes(dev+"/"+l[0]))
+	}
+	b.mkdir(dev+"/shm", 0o1777)
+	b.mount("mount /dev/shm", "tmpfs", dev+"/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
+		fmt.Sprintf("size=%d,mode=1777", cfg.TmpfsBytes))
+	b.mount("make /dev read-only", "", dev, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=0755")
+
+	return nil
+}
+
+// rootOps appends the ops of file and mount work to a program.
+type rootOps struct{ p *childProgram }
+
+func (b rootOps) sys(what string, nr uintptr, args ...uintptr) int {
+	return b.p.call(what, nr, args...)
+}
+
+func (b rootOps) mkdir(path string, mode uint32) {
+	i := b.sys("mkdir "+path, unix.SYS_MKDIRAT, atFDCWD, b.p.bytes(path), uintptr(mode))
+	b.p.ops[i].okErrno = syscall.EEXIST
+}
+
+func (b rootOps) mkdirAll(path string) {
+	var parts []string
+	for d := path; d != newRoot && d != "/" && d != "."; d = filepath.Dir(d) {
+		parts = append(parts, d)
+	}
+	for i := len(parts) - 1; i >= 0; i-- {
+		b.mkdir(parts[i], 0o755)
+	}
+}
+
+func (b rootOps) touch(path string, mode uint32) {
+	fd := b.sys("create "+path, unix.SYS_OPENAT, atFDCWD, b.p.bytes(path),
+		uintptr(unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC), uintptr(mode))
+	b.p.callFrom("close "+path, unix.SYS_CLOSE, 0, fd)
+}
+
+func (b rootOps) writeFile(path, content string, mode uint32) {
+	fd := b.sys("create "+path, unix.SYS_OPENAT, atFDCWD, b.p.bytes(path),
+		uintptr(unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC|unix.O_CLOEXEC), uintptr(mode))
+	if content != "" {
+		data := []byte(content)
+		b.p.keep = append(b.p.keep, data)
+		w := b.p.callFrom("write "+path, unix.SYS_WRITE, 0, fd, 0, uintptr(unsafe.Pointer(&data[0])), uintptr(len(data)))
+		b.p.ops[w].want = uintptr(len(data))
+	}
+	b.p.callFrom("close "+path, unix.SYS_CLOSE, 0, fd)
+}
+
+func (b rootOps) mount(what, src, dst, fstype string, flags uintptr, data string) int {
+	var s, t, d uintptr
+	if src != "" {
+		s = b.p.bytes(src)
+	}
+	if fstype != "" {
+		t = b.p.bytes(fstype)
+	}
+	if data != "" {
+		d = b.p.bytes(data)
+	}
+	return b.sys(what, unix.SYS_MOUNT, s, b.p.bytes(dst), t, flags, d)
+}
+
+// bindRO binds src read-only at dst, keeping the flags the kernel locks on mounts from outside the user
+// namespace (found by the zygote with statfs).
+func (b rootOps) bindRO(src, dst string, dir bool) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(src, &st); err != nil {
+		return fmt.Errorf("statfs %s: %w", src, err)
+	}
+	if dir {
+		b.mkdirAll(dst)
+	} else {
+		b.mkdirAll(filepath.Dir(dst))
+		b.touch(dst, 0o644)
+	}
+	b.mount("bind "+src, src, dst, "", unix.MS_BIND|unix.MS_REC, "")
+	b.mount("remount "+dst+" read-only", "", dst, "", remountFlags(st.Flags, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV), "")
+	return nil
+}

@@ -233,6 +233,14 @@ func (s *sbx) killAll(ctx context.Context) error {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+	return s.removeCgroups(ctx)
+}
+
+// removeCgroups removes the sandbox's cgroups and forgets that this backend set their limits.
+func (s *sbx) removeCgroups(ctx context.Context) error {
+	s.b.mu.Lock()
+	delete(s.b.limited, s.id)
+	s.b.mu.Unlock()
 	return removeCgroups(ctx, s.id)
 }
 
@@ -244,7 +252,7 @@ func (s *sbx) pruneRuns() {
 	}
 	defer unlock()
 	if len(s.liveRuns()) == 0 {
-		removeCgroups(context.Background(), s.id)
+		s.removeCgroups(context.Background())
 	}
 }
 

@@ -290,7 +290,7 @@ func (p *proc) abandon(err error) error {
 func (p *proc) limitAndRecord(m *meta) error {
 	s := p.s
 	if s.b.cfg.cgroups {
-		if err := joinCgroups(s.id, m.Limits, p.pid); err != nil {
+		if err := joinCgroups(s.id, m.Limits, p.pid, s.b.cgroupLimited(s.id)); err != nil {
 			return fmt.Errorf("limit %s with cgroups: %w (or use local.WithoutCgroups)", s.id, err)
 		}
 	}
@@ -574,6 +574,9 @@ func (b *Backend) childConfig(m *meta, command string, env []string, cwd string,
 		cfg.Binds = append(cfg.Binds, top)
 	}
 	wrapper := "#!/bin/sh\nexec " + shellQuote(py) + " \"$@\"\n"
+	if len(py) == 1 {
+		wrapper = "symlink:" + py[0] // no arguments to add: no shell in front of every run
+	}
 	cfg.Wrappers["python3"] = wrapper
 	cfg.Wrappers["python"] = wrapper
 

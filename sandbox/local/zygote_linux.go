@@ -49,6 +49,7 @@ func zygoteMain() {
 		syscall.Setgroups(nil)
 	}
 	statics, staticsErr := loadStatics()
+	templates := &rootTemplates{}
 	uc := c.(*net.UnixConn)
 	var wmu sync.Mutex
 	send := func(m zmsg, fds ...int) {
@@ -81,13 +82,13 @@ func zygoteMain() {
 			send(zmsg{Kind: "started", ID: m.ID, Err: why})
 			continue
 		}
-		go spawnChild(m, fds, statics, send)
+		go spawnChild(m, fds, statics, templates, send)
 	}
 }
 
 // spawnChild forks one command's process, maps its ids, reports it started, reports whether its setup
 // reached the final exec, and reports its exit.
-func spawnChild(m zmsg, fds []int, statics *sandboxStatics, send func(zmsg, ...int)) {
+func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTemplates, send func(zmsg, ...int)) {
 	closeAll := func() {
 		for _, fd := range fds {
 			unix.Close(fd)
@@ -102,6 +103,16 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, send func(zmsg, ...i
 		fail(err)
 		return
 	}
+	if cfg.MountFDs {
+		// A template of the root when this kernel builds one; otherwise the child builds its root itself.
+		if fd, err := templates.clone(&cfg); err == nil {
+			fds = append(fds, fd)
+		}
+	}
+	template := -1
+	if len(fds) > spawnFDs {
+		template = fds[spawnFDs]
+	}
 	var errPipe [2]int
 	if err := unix.Pipe2(errPipe[:], unix.O_CLOEXEC); err != nil {
 		closeAll()
@@ -109,7 +120,7 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, send func(zmsg, ...i
 		return
 	}
 	prog, err := childProgramFor(&cfg, childFDs{stdout: fds[0], stderr: fds[1], goAhead: fds[2], errW: errPipe[1],
-		home: fds[3], tmp: fds[4]}, statics)
+		home: fds[3], tmp: fds[4], template: template}, statics)
 	if err != nil {
 		closeAll()
 		unix.Close(errPipe[0])
