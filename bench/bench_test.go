@@ -124,8 +124,8 @@ func TestReportAndChart(t *testing.T) {
 	rep := report{
 		Machine: map[string]string{"cpu": "test"},
 		Results: []Result{
-			{Framework: "agentgraph", Workload: "sequential_10", Variant: NoSaver, Status: statusOK, MedianMS: 0.01},
-			{Framework: "eino", Workload: "sequential_10", Variant: NoSaver, Status: statusOK, MedianMS: 0.05},
+			{Framework: "agentgraph", Workload: "sequential_10", Variant: NoSaver, Status: statusOK, MedianMS: 0.01, PlainMS: 0.002, OverheadMS: 0.008},
+			{Framework: "eino", Workload: "sequential_10", Variant: NoSaver, Status: statusOK, MedianMS: 0.05, PlainMS: 0.002, OverheadMS: 0.048},
 			{Framework: "langgraphjs", Workload: "sequential_10", Variant: NoSaver, Status: statusOK, MedianMS: 2},
 			{Framework: "eino", Workload: "sequential_10", Variant: MemorySaver, Status: statusNA, Reason: "no saver"},
 		},
@@ -135,7 +135,7 @@ func TestReportAndChart(t *testing.T) {
 		},
 	}
 	md := rep.markdown(p, []string{"agentgraph", "eino", "langgraphgo", "langgraphjs"})
-	for _, want := range []string{"| sequential_10 | none | 10 µs | 50 µs | | 2 ms | 200× | 5× |", "| langgraphgo | 1 ms | 1× |", "stopped after 1s at turn 2"} {
+	for _, want := range []string{"| sequential_10 | none | 2 µs | 10 µs (8 µs) | 50 µs (48 µs) | | 2 ms | 200× | 5× | 6× |", "| langgraphgo | 1 ms | 1× |", "stopped after 1s at turn 2"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("table lacks %q:\n%s", want, md)
 		}
@@ -182,8 +182,22 @@ func TestLangGraphJSHarness(t *testing.T) {
 
 // BenchmarkCells times every in-process cell with the testing package, for
 // profiling: go test -bench 'Cells/langgraphgo/react' -cpuprofile cpu.out
+// (Cells/plain/... are the plain Go loops the overheads are taken against)
 func BenchmarkCells(b *testing.B) {
 	ctx := context.Background()
+	for _, w := range allWorkloads {
+		run, err := plainGo(w)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("plain/"+w.Name, func(b *testing.B) {
+			for b.Loop() {
+				if got, err := run(ctx); err != nil || got != w.Expect {
+					b.Fatalf("check %d, err %v; want %d", got, err, w.Expect)
+				}
+			}
+		})
+	}
 	for _, f := range inProcess(b) {
 		for _, w := range allWorkloads {
 			for _, v := range allVariants {
@@ -199,6 +213,30 @@ func BenchmarkCells(b *testing.B) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// The plain Go loop of every workload must compute what the workload asks,
+// or the overheads taken against it mean nothing.
+func TestPlainGoComputesTheWorkload(t *testing.T) {
+	for _, w := range allWorkloads {
+		run, err := plainGo(w)
+		if err != nil {
+			t.Fatalf("%s: %v", w.Name, err)
+		}
+		for range 2 {
+			if got, err := run(context.Background()); err != nil || got != w.Expect {
+				t.Fatalf("%s: check %d, err %v; want %d", w.Name, got, err, w.Expect)
+			}
+		}
+	}
+}
+
+func TestDurText(t *testing.T) {
+	for ms, want := range map[float64]string{2500: "2.5 s", 3.09: "3.09 ms", 0.177: "177 µs", 0.0004: "400 ns", -0.25: "-250 µs", 0: "0 ns"} {
+		if got := durText(ms); got != want {
+			t.Errorf("durText(%v) = %q, want %q", ms, got, want)
 		}
 	}
 }

@@ -43,6 +43,13 @@ type Result struct {
 	MinMS      float64 `json:"min_ms,omitempty"`
 	Check      int     `json:"check,omitempty"`
 	Durability string  `json:"durability,omitempty"`
+	// PlainMS is the median of the workload's plain Go loop (plain.go),
+	// timed alternately with the cell; OverheadMS is the median of the
+	// differences of each cell run and the loop run beside it: what the
+	// framework costs beyond the work itself. Cells measured outside this
+	// process (LangGraph.js) have neither.
+	PlainMS    float64 `json:"plain_go_ms,omitempty"`
+	OverheadMS float64 `json:"overhead_ms,omitempty"`
 }
 
 // GrowthResult is one agent loop of the growth check.
@@ -82,8 +89,9 @@ func failed(r Result, err error) Result {
 // five times); LangGraph.js's harness does the same.
 const warmup = 300 * time.Millisecond
 
-// measureCell prepares one cell, warms it up while checking the result, then repeats it until p.Target has passed and at least p.MinRuns
-// runs were timed.
+// measureCell prepares one cell and the workload's plain Go loop, warms both
+// up while checking their results, then runs them alternately until p.Target
+// has passed and at least p.MinRuns pairs were timed.
 func measureCell(ctx context.Context, f Framework, w Workload, v Variant, p plan) Result {
 	r := Result{Framework: f.Name(), Workload: w.Name, Variant: v}
 	dir, err := os.MkdirTemp("", "bench-cell-")
@@ -97,7 +105,11 @@ func measureCell(ctx context.Context, f Framework, w Workload, v Variant, p plan
 	if err != nil {
 		return failed(r, err)
 	}
-	check := func() error {
+	plain, err := plainGo(w)
+	if err != nil {
+		return failed(r, err)
+	}
+	check := func(run Runner) error {
 		got, err := run(ctx)
 		if err != nil {
 			return err
@@ -110,25 +122,34 @@ func measureCell(ctx context.Context, f Framework, w Workload, v Variant, p plan
 	}
 	// Warm up: one run, then more until warmup has passed or five ran.
 	for i, t0 := 0, time.Now(); i == 0 || i < 5 && time.Since(t0) < warmup; i++ {
-		if err := check(); err != nil {
+		if err := check(plain); err != nil {
+			return failed(r, fmt.Errorf("plain Go loop: %w", err))
+		}
+		if err := check(run); err != nil {
 			return failed(r, fmt.Errorf("warm-up: %w", err))
 		}
 	}
 	runtime.GC()
-	var times []time.Duration
+	var times, plains, over []time.Duration
 	start := time.Now()
 	for len(times) < p.MinRuns || time.Since(start) < p.Target {
 		if err := ctx.Err(); err != nil {
 			return failed(r, err)
 		}
 		t0 := time.Now()
-		if err := check(); err != nil {
+		if err := check(plain); err != nil {
+			return failed(r, fmt.Errorf("plain Go loop: %w", err))
+		}
+		t1 := time.Now()
+		if err := check(run); err != nil {
 			return failed(r, err)
 		}
-		times = append(times, time.Since(t0))
+		t2 := time.Now()
+		times, plains, over = append(times, t2.Sub(t1)), append(plains, t1.Sub(t0)), append(over, t2.Sub(t1)-t1.Sub(t0))
 	}
 	r.Status, r.Runs = statusOK, len(times)
 	r.MedianMS, r.MinMS = medianMS(times), ms(slices.Min(times))
+	r.PlainMS, r.OverheadMS = medianMS(plains), medianMS(over)
 	return r
 }
 

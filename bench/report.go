@@ -36,28 +36,38 @@ func (r *report) markdown(p plan, names []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## Median time per run (%s, %s CPUs, %s, node %s)\n\n", r.Machine["cpu"], r.Machine["cpus"], r.Machine["go"], r.Machine["node"])
 	fmt.Fprintf(&b, "Load average at start %s, at end %s.\n\n", r.Machine["loadavg_start"], r.Machine["loadavg_end"])
-	b.WriteString("| workload | saver |")
+	b.WriteString("A Go framework's cell reads \"time (overhead)\": the overhead is the median difference between a run of the cell and a run of the plain Go loop timed beside it (the same node, model and tool work with no framework, `plain.go`).\n\n")
+	b.WriteString("| workload | saver | plain Go |")
 	for _, n := range names {
 		b.WriteString(" " + n + " |")
 	}
-	b.WriteString(" langgraphjs / agentgraph | best Go peer / agentgraph |\n|---|---|")
+	b.WriteString(" langgraphjs / agentgraph | best Go peer / agentgraph | best Go peer's overhead / agentgraph's |\n|---|---|---:|")
 	for range names {
 		b.WriteString("---:|")
 	}
-	b.WriteString("---:|---:|\n")
+	b.WriteString("---:|---:|---:|\n")
 	var notes footnotes
 	for _, w := range p.Workloads {
 		for _, v := range p.Variants {
 			ran := false
+			plain := 0.0
 			for _, n := range names {
 				if c, ok := r.find(n, w.Name, v); ok && (c.Status == statusOK || c.Status == statusError) {
 					ran = true
+					if c.PlainMS > 0 && (plain == 0 || n == "agentgraph") {
+						plain = c.PlainMS
+					}
 				}
 			}
 			if !ran {
 				continue
 			}
 			fmt.Fprintf(&b, "| %s | %s |", w.Name, v)
+			if plain > 0 {
+				b.WriteString(" " + durText(plain) + " |")
+			} else {
+				b.WriteString(" |")
+			}
 			for _, n := range names {
 				c, ok := r.find(n, w.Name, v)
 				switch {
@@ -65,6 +75,8 @@ func (r *report) markdown(p plan, names []string) string {
 					b.WriteString(" |")
 				case c.Status == statusNA:
 					b.WriteString(" " + notes.mark(c.Reason) + " |")
+				case c.Status == statusOK && c.PlainMS > 0:
+					b.WriteString(" " + cellText(c) + " (" + durText(c.OverheadMS) + ") |")
 				default:
 					b.WriteString(" " + cellText(c) + " |")
 				}
@@ -77,16 +89,28 @@ func (r *report) markdown(p plan, names []string) string {
 			} else {
 				b.WriteString(" |")
 			}
-			best := math.Inf(1)
+			best, bestOver := math.Inf(1), math.Inf(1)
 			for _, peer := range goPeers {
 				if c, ok := r.find(peer, w.Name, v); ok && c.Status == statusOK {
 					best = min(best, c.MedianMS)
+					if c.PlainMS > 0 {
+						bestOver = min(bestOver, c.OverheadMS)
+					}
 				}
 			}
 			if agOK && !math.IsInf(best, 1) {
 				fmt.Fprintf(&b, " %s |", ratio(best/ag.MedianMS))
 			} else {
 				b.WriteString(" |")
+			}
+			switch {
+			case !agOK || math.IsInf(bestOver, 1) || ag.PlainMS == 0:
+				b.WriteString(" |")
+			case ag.OverheadMS <= 0 || bestOver <= 0:
+				// Within the noise of the loop beside it: no ratio to take.
+				b.WriteString(" — |")
+			default:
+				fmt.Fprintf(&b, " %s |", ratio(bestOver/ag.OverheadMS))
 			}
 			b.WriteString("\n")
 		}
@@ -177,10 +201,14 @@ func cellText(c Result) string {
 // durText prints milliseconds with three significant digits and a fitting unit.
 func durText(msv float64) string {
 	switch {
+	case msv < 0:
+		return "-" + durText(-msv)
 	case msv >= 1000:
 		return fmt.Sprintf("%.3g s", msv/1000)
 	case msv >= 1:
 		return fmt.Sprintf("%.3g ms", msv)
+	case msv < 0.001:
+		return fmt.Sprintf("%.3g ns", msv*1e6)
 	default:
 		return fmt.Sprintf("%.3g µs", msv*1000)
 	}
