@@ -137,9 +137,10 @@ func newPersister[S any](g *Graph[S], r *runner[S]) *persister[S] {
 		cfg: checkpoint.Config{ThreadID: rc.cfg.ThreadID, Namespace: rc.cfg.Namespace, CheckpointID: rc.cfg.CheckpointID},
 	}
 	p.resetDiff()
-	p.saveCtx, p.saveCancel = context.WithCancel(context.WithoutCancel(r.ctx))
+	saveCtx, cancel := context.WithCancel(context.WithoutCancel(r.ctx))
+	p.saveCtx, p.saveCancel = saveCtx, cancel
 	p.stopGrace = context.AfterFunc(r.ctx, func() {
-		p.grace.Store(time.AfterFunc(saveGrace, p.saveCancel))
+		p.grace.Store(time.AfterFunc(saveGrace, cancel))
 	})
 	if p.durability == DurabilityAsync {
 		q := make(chan func() error, 64)

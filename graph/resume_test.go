@@ -234,3 +234,16 @@ func TestNewInputKeepsPendingSends(t *testing.T) {
 		t.Fatalf("log %q: the pending Sends were dropped", got)
 	}
 }
+
+func TestInputWithGotoIsACommand(t *testing.T) {
+	// As LangGraph's Command(update=..., goto=...) as a first input: the
+	// input goes where it says; START's own edges do not fire.
+	b := newG()
+	b.AddNode("agent", logNode("agent")).AddNode("tools", logNode("tools"))
+	b.AddEdge(graph.START, "agent").AddEdge("agent", "tools")
+	g := mustCompile(t, b, graph.WithSaver(checkpoint.NewMemory()))
+	res, err := g.Invoke(context.Background(), graph.Updates(Log.Add("in")).Goto("tools"), graph.WithThread("c"))
+	if err != nil || !slices.Equal(res.State.Log, []string{"in", "tools"}) {
+		t.Fatalf("log %v err %v", res.State.Log, err)
+	}
+}

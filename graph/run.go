@@ -377,7 +377,13 @@ func (r *runner[S]) openThread(hasInput bool) ([]*task[S], bool, error) {
 // first step. Sends a thread left pending are kept for that step.
 func (r *runner[S]) start(input Update[S], hasInput bool, pending []*task[S]) ([]*task[S], error) {
 	g := r.g
-	start := &task[S]{node: g.start, upd: input}
+	spec := g.start
+	if len(input.gotos) > 0 || len(input.sends) > 0 {
+		// An input that routes is a command, as in LangGraph: it goes
+		// where it says, and START's own edges do not fire.
+		spec = &nodeSpec[S]{name: START, idx: -1}
+	}
+	start := &task[S]{node: spec, upd: input}
 	start.cx.tc = taskCtx{run: &r.shared, node: START, step: r.step}
 	r.step++
 	if r.initial != nil {
