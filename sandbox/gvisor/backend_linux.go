@@ -127,8 +127,8 @@ func (b *Backend) Close() error {
 	return nil
 }
 
-// releaseNetns unmounts the empty network namespace newer runsc releases pin in their state directory for
-// -network=none, once no container of the directory is left (another process may share it).
+// releaseNetns unmounts the empty network namespace that newer runsc releases pin in their state directory
+// for -network=none, once no container of the directory is left (another process may share it).
 func (b *Backend) releaseNetns() {
 	p := filepath.Join(b.state, "null-netns")
 	if _, err := os.Lstat(p); err != nil {
@@ -138,9 +138,13 @@ func (b *Backend) releaseNetns() {
 	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		return
 	}
-	if err := unix.Unmount(p, unix.MNT_DETACH); err == nil || errors.Is(err, unix.EINVAL) {
-		os.Remove(p)
+	// It may be mounted once per container that ran: unmount until nothing is left.
+	for range 10000 {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
+			break
+		}
 	}
+	os.Remove(p)
 }
 
 // Root returns the directory that holds the sandboxes.

@@ -12,7 +12,7 @@ import (
 )
 
 // Each sandbox gets cgroup v1 memory and cpu groups of its own, <controller>/agentgraph-gvisor/<id>, holding
-// its limits; runsc puts each container in a child group of them. The whole container counts — gVisor's
+// its limits; runsc puts each of its containers there. The whole container counts — gVisor's
 // kernel, its file proxy and the code — so a memory bomb ends the container rather than one process.
 const cgroupBase = "/sys/fs/cgroup"
 
@@ -31,9 +31,11 @@ func cgroupDir(controller, id string) string {
 	return filepath.Join(cgroupBase, controller, cgroupParent, id)
 }
 
-// cgroupsPath is the container's group, relative to each controller's root, as the OCI spec wants it.
-func cgroupsPath(sandboxID, containerID string) string {
-	return "/" + cgroupParent + "/" + sandboxID + "/" + containerID
+// cgroupsPath is the containers' group, relative to each controller's root, as the OCI spec wants it. All
+// containers of a sandbox share it, so its limits hold for the sandbox as a whole and its OOM count sees
+// every kill (cgroup v1 counts a kill only in the victim's own group).
+func cgroupsPath(sandboxID string) string {
+	return "/" + cgroupParent + "/" + sandboxID
 }
 
 // setupCgroups makes the sandbox's groups and writes its limits; it is idempotent.

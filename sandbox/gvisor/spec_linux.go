@@ -197,7 +197,7 @@ func (b *Backend) spec(s *sbx, m *meta, cid string, argv, env []string, cwd stri
 		},
 	}
 	if b.cfg.cgroups {
-		sp.Linux.CgroupsPath = cgroupsPath(s.id, cid)
+		sp.Linux.CgroupsPath = cgroupsPath(s.id)
 	}
 	return sp
 }
