@@ -179,6 +179,8 @@ type meta struct {
 	TTL     time.Duration     `json:"ttl"`
 	Env     map[string]string `json:"env,omitempty"`
 	HostUID int               `json:"hostUid"`
+	// Egress says commands reach the backend's egress allow-list through a proxy (see WithEgress).
+	Egress bool `json:"egress,omitempty"`
 	// DiskImage says home and /tmp live on the sandbox's own file system image, which holds the quota.
 	DiskImage bool `json:"diskImage,omitempty"`
 	// Deleting is set by Delete before it kills the sandbox's commands, so they can tell why they died.
@@ -274,6 +276,13 @@ func (b *Backend) Create(ctx context.Context, opts sandbox.CreateOptions) (sandb
 		HostUID: b.hostUID(),
 	}
 	m.DiskImage = b.cfg.diskImages
+	if len(b.cfg.egress) > 0 && !opts.HostNetwork {
+		if os.Geteuid() != 0 && !b.cfg.unsafeNoIso {
+			return nil, fmt.Errorf("%w: local.WithEgress needs root (its proxy listens in the sandbox's network "+
+				"namespace): run as root, or use HostNetwork", sandbox.ErrUnsupported)
+		}
+		m.Egress = true
+	}
 	s := b.handle(id)
 	if err := os.Mkdir(s.dir, 0o711); err != nil {
 		return nil, fmt.Errorf("create sandbox directory: %w", err)

@@ -68,10 +68,12 @@ func BenchmarkBarePythonPass(b *testing.B) {
 	}
 }
 
-// BenchmarkConcurrent100x10 runs 10 commands in each of 100 sandboxes, all 1000 at once.
+// BenchmarkConcurrent100x10 runs 10 commands in each of 100 sandboxes, all 1000 at once, checks every
+// result, deletes the sandboxes and checks nothing of theirs is left.
 func BenchmarkConcurrent100x10(b *testing.B) {
 	ctx := context.Background()
-	be := newBackend(b)
+	root := b.TempDir()
+	be := newBackend(b, local.WithRoot(root))
 	boxes := make([]sandbox.Sandbox, 100)
 	for i := range boxes {
 		s, err := be.Create(ctx, sandbox.CreateOptions{})
@@ -79,21 +81,40 @@ func BenchmarkConcurrent100x10(b *testing.B) {
 			b.Fatal(err)
 		}
 		boxes[i] = s
-		defer s.Delete(ctx)
 	}
 	for b.Loop() {
 		var wg sync.WaitGroup
-		for _, s := range boxes {
-			for range 10 {
+		for i, s := range boxes {
+			for j := range 10 {
 				wg.Go(func() {
-					r, err := s.Exec(ctx, "python3 -c pass", sandbox.ExecOptions{Timeout: 600e9})
-					if err != nil || r.ExitCode != 0 {
+					want := fmt.Sprintf("%d.%d", i, j)
+					r, err := s.Exec(ctx, "python3 -c 'import sys; print(sys.argv[1])' "+want, sandbox.ExecOptions{Timeout: 600e9})
+					if err != nil || r.ExitCode != 0 || r.Stdout != want+"\n" {
 						b.Errorf("%+v, %v", r, err)
 					}
 				})
 			}
 		}
 		wg.Wait()
+	}
+	b.StopTimer()
+	for _, s := range boxes {
+		if err := s.Delete(ctx); err != nil {
+			b.Error(err)
+		}
+	}
+	be.Close()
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		b.Errorf("root still holds %d entries", len(entries))
+	}
+	if l := loopDevicesUnder(root); len(l) != 0 {
+		b.Errorf("loop devices remain: %v", l)
+	}
+	if m := mountsUnder(b, root); len(m) != 0 {
+		b.Errorf("mounts remain: %v", m)
+	}
+	if procs := helperProcesses(b); len(procs) > 0 {
+		b.Errorf("processes remain: %v", procs)
 	}
 }
 

@@ -29,7 +29,7 @@ func loopDevicesUnder(dir string) []string {
 	return out
 }
 
-func mountsUnder(t *testing.T, dir string) []string {
+func mountsUnder(t testing.TB, dir string) []string {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,7 @@ type childConfig struct {
 	Wrappers    map[string]string // /opt/agentgraph/bin: name -> script, or "symlink:" and a target
 	Symlinks    map[string]string // root-level symlinks: name -> target (the merged-usr links)
 	Landlock    bool
+	EgressPort  int // a proxy listens on 127.0.0.1 at this port; landlock lets TCP connect there only
 	// MountFDs says the home and /tmp descriptors are detached mounts (open_tree clones made by a root
 	// parent, because the sandbox's uid may not walk the host path); otherwise the child clones HomeSrc and
 	// TmpSrc itself, as the calling user, inside its own mount namespace.

@@ -320,7 +320,7 @@ func countMounts(t *testing.T) int {
 }
 
 // helperProcesses lists live children of this process (helpers and what they exec become those).
-func helperProcesses(t *testing.T) []string {
+func helperProcesses(t testing.TB) []string {
 	entries, _ := os.ReadDir("/proc")
 	var out []string
 	self := fmt.Sprint(os.Getpid())

@@ -1,8 +1,10 @@
 package local
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -29,6 +31,8 @@ type config struct {
 	cgroups      bool
 	landlock     bool
 	diskImages   bool
+	egress       []string
+	egressDial   func(ctx context.Context, network, addr string) (net.Conn, error)
 	disk         diskTools
 	sizes        map[sandbox.Size]sandbox.Limits
 }

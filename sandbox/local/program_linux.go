@@ -127,7 +127,7 @@ func childProgramFor(cfg *childConfig, fds childFDs, sec *sandboxStatics) (*chil
 	}
 	sys("no_new_privs", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1)
 	if cfg.Landlock && sec.landlockABI > 0 {
-		landlockOps(p, sec.landlockABI, cfg.HostNetwork)
+		landlockOps(p, sec.landlockABI, cfg.HostNetwork, cfg.EgressPort)
 	}
 	sys("clear ambient capabilities", unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL)
 	capHdr := &unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
@@ -216,7 +216,7 @@ const (
 
 // landlockOps confines file access to reading the new root and writing home, /tmp and /dev/shm, scopes
 // abstract unix sockets and signals to the sandbox, and without host network forbids TCP entirely.
-func landlockOps(p *childProgram, abi int, hostNetwork bool) {
+func landlockOps(p *childProgram, abi int, hostNetwork bool, egressPort int) {
 	fsBits := map[int]uint64{1: 1<<13 - 1, 2: 1<<14 - 1, 3: 1<<15 - 1, 4: 1<<15 - 1, 5: 1<<16 - 1, 6: 1<<16 - 1,
 		7: 1<<16 - 1, 8: 1<<16 - 1}[min(abi, 9)]
 	if abi >= 9 {
@@ -257,6 +257,15 @@ func landlockOps(p *childProgram, abi int, hostNetwork bool) {
 	}
 	for _, f := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"} {
 		rule(f, (llFSRead|llFSWrite)&llFileRights)
+	}
+	if egressPort != 0 && abi >= 4 && !hostNetwork {
+		// struct landlock_net_port_attr: allowed access, then the port, both u64.
+		attr := &[2]uint64{1 << 1, uint64(egressPort)} // connect TCP
+		var o sysOp
+		o.nr = unix.SYS_LANDLOCK_ADD_RULE
+		o.args = [6]uintptr{0, 2 /* LANDLOCK_RULE_NET_PORT */, p.ptr(attr, unsafe.Pointer(attr)), 0}
+		o.from[0] = int16(rs + 1)
+		p.add("landlock rule for the egress proxy", o)
 	}
 	p.callFrom("landlock_restrict_self", unix.SYS_LANDLOCK_RESTRICT_SELF, 0, rs, 0)
 	p.callFrom("close the ruleset", unix.SYS_CLOSE, 0, rs)

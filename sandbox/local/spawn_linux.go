@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +35,8 @@ type proc struct {
 	cancelled      atomic.Bool
 	quotaHit       atomic.Bool
 	quota          int64
-	kernelQuota    bool // the sandbox's disk image holds the quota; nothing to watch
+	kernelQuota    bool   // the sandbox's disk image holds the quota; nothing to watch
+	stopProxy      func() // ends the command's egress proxy, if it has one
 	duration       time.Duration
 	exitCode       int
 	signal         int
@@ -113,7 +115,12 @@ func (s *sbx) start(ctx context.Context, command string, opts sandbox.ExecOption
 	if err := s.checkDir(cwd); err != nil {
 		return nil, err
 	}
-	env, err := buildEnv(m.Env, opts.Env)
+	var proxyEnv map[string]string
+	if m.Egress {
+		proxy := fmt.Sprintf("http://127.0.0.1:%d", EgressPort)
+		proxyEnv = map[string]string{"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy}
+	}
+	env, err := buildEnv(proxyEnv, m.Env, opts.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +165,9 @@ func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, dis
 	cfg := s.b.childConfig(m, p.command, env, cwd, diskLeft, timeout)
 	cfg.MountFDs = os.Geteuid() == 0
 	cfg.HomeSrc, cfg.TmpSrc = s.home(), s.tmp()
+	if m.Egress {
+		cfg.EgressPort = EgressPort
+	}
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return err
@@ -173,6 +183,14 @@ func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, dis
 		return err
 	}
 	p.follow(st, exited, f.outR, f.errOutR)
+	if st.listener != nil {
+		l, err := net.FileListener(st.listener)
+		st.listener.Close()
+		if err != nil {
+			return p.abandon(fmt.Errorf("egress proxy of %s: %w", s.id, err))
+		}
+		p.stopProxy = serveEgress(l, s.b.cfg.egress, s.b.cfg.egressDial)
+	}
 	if err := p.limitAndRecord(m); err != nil {
 		return p.abandon(err)
 	}
@@ -236,7 +254,8 @@ func (p *proc) startHelper(m *meta, cfg []byte, f *helperFiles) (zstart, <-chan 
 	var execd <-chan error
 	var exited <-chan syscall.WaitStatus
 	if err == nil {
-		st, execd, exited = z.spawn(zmsg{Cloneflags: cloneflags, HostUID: m.HostUID, HostGID: hostGID(m.HostUID), Config: cfg},
+		st, execd, exited = z.spawn(zmsg{Cloneflags: cloneflags, HostUID: m.HostUID, HostGID: hostGID(m.HostUID), Config: cfg,
+			Egress: m.Egress},
 			[]*os.File{f.outW, f.errOutW, f.goR, f.home, f.tmp})
 		err = st.err
 	}
@@ -396,6 +415,9 @@ func (p *proc) supervise(ctx context.Context, timeout time.Duration) {
 				syscall.Kill(-p.pid, syscall.SIGKILL) // what it left in its process group
 			}
 			p.settleEnding(ws)
+			if p.stopProxy != nil {
+				p.stopProxy()
+			}
 			p.removeRecord()
 			close(p.exited)
 			return

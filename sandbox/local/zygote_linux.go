@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -33,6 +34,7 @@ type zmsg struct {
 	Pid        int             `json:",omitempty"`
 	Status     int             `json:",omitempty"` // syscall.WaitStatus of an exited process
 	Err        string          `json:",omitempty"`
+	Egress     bool            `json:",omitempty"` // spawn: make the egress proxy's listener in the new network
 }
 
 const spawnFDs = 5
@@ -136,19 +138,30 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 		fail(fmt.Errorf("clone: %w", err))
 		return
 	}
-	var pidfd int
+	pidfd, listener := -1, -1
 	if err = mapIDs(pid, m.HostUID, m.HostGID); err == nil {
 		// Opened before wait4 can reap the process, so the pidfd always names it.
 		pidfd, err = unix.PidfdOpen(pid, 0)
 	}
+	if err == nil && m.Egress {
+		listener, err = listenIn(pid, EgressPort)
+	}
 	if err != nil {
+		if pidfd >= 0 {
+			unix.Close(pidfd)
+		}
 		unix.Kill(pid, unix.SIGKILL)
 		var ws unix.WaitStatus
 		unix.Wait4(pid, &ws, 0, nil)
 		fail(err)
 		return
 	}
-	send(zmsg{Kind: "started", ID: m.ID, Pid: pid}, pidfd)
+	if listener >= 0 {
+		send(zmsg{Kind: "started", ID: m.ID, Pid: pid}, pidfd, listener)
+		unix.Close(listener)
+	} else {
+		send(zmsg{Kind: "started", ID: m.ID, Pid: pid}, pidfd)
+	}
 	unix.Close(pidfd)
 	send(zmsg{Kind: "execd", ID: m.ID, Err: childError(errPipe[0], prog)})
 	var ws unix.WaitStatus
@@ -232,9 +245,10 @@ type zygote struct {
 }
 
 type zstart struct {
-	pid   int
-	pidfd *os.File
-	err   error
+	pid      int
+	pidfd    *os.File
+	listener *os.File // the egress proxy's listening socket in the process's network namespace
+	err      error
 }
 
 var errZygoteGone = errors.New("the sandbox zygote process exited")
@@ -275,7 +289,7 @@ func startZygote() (*zygote, error) {
 func (z *zygote) read() {
 	defer close(z.done)
 	buf := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(4))
+	oob := make([]byte, unix.CmsgSpace(2*4))
 	for {
 		n, oobn, _, _, err := z.conn.ReadMsgUnix(buf, oob)
 		if err != nil || n == 0 {
@@ -300,8 +314,11 @@ func (z *zygote) read() {
 					st.err = errors.New(m.Err)
 					delete(z.execd, m.ID)
 					delete(z.exits, m.ID)
-				} else if len(fds) == 1 {
+				} else if len(fds) >= 1 {
 					st.pidfd = os.NewFile(uintptr(fds[0]), "pidfd")
+					if len(fds) == 2 {
+						st.listener = os.NewFile(uintptr(fds[1]), "egress")
+					}
 					fds = nil
 				}
 				ch <- st
@@ -416,4 +433,65 @@ func (b *Backend) zygote() (*zygote, error) {
 	}
 	b.zyg = z
 	return z, nil
+}
+
+// listenIn makes a TCP socket listening on 127.0.0.1:port in the network namespace of process pid (bringing
+// its loopback up first), for the egress proxy. The calling thread enters that namespace and returns; a
+// thread that cannot return is left locked, so the runtime ends it.
+func listenIn(pid, port int) (int, error) {
+	runtime.LockOSThread()
+	self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return -1, err
+	}
+	defer unix.Close(self)
+	target, err := unix.Open(fmt.Sprintf("/proc/%d/ns/net", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return -1, err
+	}
+	defer unix.Close(target)
+	if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return -1, fmt.Errorf("enter the sandbox's network: %w", err)
+	}
+	fd, lerr := listenLoopback(port)
+	if err := unix.Setns(self, unix.CLONE_NEWNET); err != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return -1, fmt.Errorf("leave the sandbox's network: %w", err) // the thread stays locked and dies
+	}
+	runtime.UnlockOSThread()
+	return fd, lerr
+}
+
+func listenLoopback(port int) (int, error) {
+	ctl, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	ifr, err := unix.NewIfreq("lo")
+	if err == nil {
+		ifr.SetUint16(unix.IFF_UP | unix.IFF_LOOPBACK | unix.IFF_RUNNING)
+		err = unix.IoctlIfreq(ctl, unix.SIOCSIFFLAGS, ifr)
+	}
+	unix.Close(ctl)
+	if err != nil {
+		return -1, fmt.Errorf("bring lo up: %w", err)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	err = unix.Bind(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}})
+	if err == nil {
+		err = unix.Listen(fd, 128)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("listen on 127.0.0.1:%d: %w", port, err)
+	}
+	return fd, nil
 }
