@@ -1,13 +1,15 @@
 // Command codeact runs the sandbox guide's CodeAct agent end to end: a model node and a ToolNode with the
 // run_python tool, one sandbox per graph thread, four scenarios, then every sandbox cleaned up.
 //
-//	go run ./examples/codeact [-progress] [-keep] [-db threads.db] [-model scripted|<model name>] [-backend local|sandboxer]
+//	go run ./examples/codeact [-progress] [-keep] [-db threads.db] [-model scripted|<model name>] [-backend local|gvisor|sandboxer]
 //	                       [-provider openai|anthropic] [-sandbox-root dir]
 //
 // With -model set to a model name the agent calls an OpenAI-compatible endpoint (OPENAI_API_KEY,
 // OPENAI_BASE_URL), or with -provider anthropic Anthropic's Messages API (ANTHROPIC_API_KEY), instead of the
-// scripted stand-in; nothing else changes. With -backend sandboxer the sandboxes are those of the Sandboxer API
-// (SANDBOXER_API_KEY; SANDBOXER_API_URL for an agentgraph-sandboxd instead of the hosted service).
+// scripted stand-in; nothing else changes. With -backend gvisor every command runs under gVisor's runsc on this
+// machine (AGENTGRAPH_RUNSC names the binary, else runsc on PATH). With -backend sandboxer the sandboxes are
+// those of the Sandboxer API (SANDBOXER_API_KEY; SANDBOXER_API_URL for an agentgraph-sandboxd instead of the
+// hosted service).
 package main
 
 import (
@@ -30,6 +32,7 @@ import (
 	"github.com/agentgraph/agentgraph/model"
 	"github.com/agentgraph/agentgraph/prebuilt"
 	"github.com/agentgraph/agentgraph/sandbox"
+	"github.com/agentgraph/agentgraph/sandbox/gvisor"
 	"github.com/agentgraph/agentgraph/sandbox/local"
 	"github.com/agentgraph/agentgraph/sandbox/sandboxer"
 	"github.com/agentgraph/agentgraph/sandboxtool"
@@ -37,8 +40,8 @@ import (
 
 // config is what the flags set.
 type config struct {
-	Backend     string // "local", or "sandboxer": the Sandboxer API, hosted or an agentgraph-sandboxd
-	SandboxRoot string // local backend's state directory; "" means local.DefaultRoot()
+	Backend     string // "local", "gvisor", or "sandboxer": the Sandboxer API, hosted or an agentgraph-sandboxd
+	SandboxRoot string // local or gvisor backend's state directory; "" means the backend's default
 	Keep        bool   // stop the sandboxes at the end instead of deleting them
 	Model       string // "scripted", or a model name for an OpenAI-compatible endpoint
 	Provider    string // "openai" or "anthropic": who serves a named model
@@ -50,8 +53,8 @@ func main() {
 	local.Init() // first: in the re-executed sandbox helper this never returns
 
 	var cfg config
-	flag.StringVar(&cfg.Backend, "backend", "local", "sandbox backend: local (isolated processes on this Linux machine) or sandboxer (the Sandboxer API at SANDBOXER_API_URL with SANDBOXER_API_KEY)")
-	flag.StringVar(&cfg.SandboxRoot, "sandbox-root", "", "directory holding the local backend's sandboxes (default "+local.DefaultRoot()+")")
+	flag.StringVar(&cfg.Backend, "backend", "local", "sandbox backend: local (isolated processes on this Linux machine), gvisor (each command under gVisor's runsc on this machine) or sandboxer (the Sandboxer API at SANDBOXER_API_URL with SANDBOXER_API_KEY)")
+	flag.StringVar(&cfg.SandboxRoot, "sandbox-root", "", "directory holding the local or gvisor backend's sandboxes (default "+local.DefaultRoot()+" or "+gvisor.DefaultRoot()+")")
 	flag.BoolVar(&cfg.Keep, "keep", false, "stop the sandboxes at the end instead of deleting them, so a later run with -db continues with their files")
 	flag.StringVar(&cfg.Model, "model", "scripted", "scripted (the guide's stand-in), or a model name for the endpoint at OPENAI_BASE_URL with OPENAI_API_KEY")
 	flag.StringVar(&cfg.Provider, "provider", "openai", "who serves -model: openai (any OpenAI-compatible endpoint) or anthropic (with ANTHROPIC_API_KEY)")
@@ -158,6 +161,19 @@ func openBackend(cfg config) (sandbox.Backend, error) {
 			return nil, fmt.Errorf("open the local sandbox backend: %w", err)
 		}
 		return b, nil
+	case "gvisor":
+		var opts []gvisor.Option
+		if cfg.SandboxRoot != "" {
+			opts = append(opts, gvisor.WithRoot(cfg.SandboxRoot))
+		}
+		if p := os.Getenv("AGENTGRAPH_RUNSC"); p != "" {
+			opts = append(opts, gvisor.WithRunsc(p))
+		}
+		b, err := gvisor.New(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("open the gvisor sandbox backend: %w", err)
+		}
+		return b, nil
 	case "sandboxer":
 		b, err := sandboxer.New(sandboxer.OptionsFromEnv()...)
 		if err != nil {
@@ -165,7 +181,7 @@ func openBackend(cfg config) (sandbox.Backend, error) {
 		}
 		return b, nil
 	}
-	return nil, fmt.Errorf("unknown sandbox backend %q: use -backend local or -backend sandboxer", cfg.Backend)
+	return nil, fmt.Errorf("unknown sandbox backend %q: use -backend local, gvisor or sandboxer", cfg.Backend)
 }
 
 type asker struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -271,6 +272,25 @@ func TestOpenAICompatibleModel(t *testing.T) {
 	}
 }
 
+// -backend gvisor plays the four scenarios with every command under runsc; the output is the guide's.
+func TestGuideScenariosGvisor(t *testing.T) {
+	t.Setenv(sandboxtool.EnvTimeout, "")
+	os.Unsetenv(sandboxtool.EnvTimeout)
+	root := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), config{Backend: "gvisor", SandboxRoot: root, Model: "scripted"}, &stdout, &stderr)
+	if errors.Is(err, sandbox.ErrUnsupported) && os.Getenv("CI") == "" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGuide(t, stdout.String(), "deleted")
+	if entries, _ := filepath.Glob(filepath.Join(root, "sb_*")); len(entries) != 0 {
+		t.Errorf("after the run the root still holds %v", entries)
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	root := t.TempDir()
@@ -278,7 +298,7 @@ func TestBadFlags(t *testing.T) {
 		cfg  config
 		want string
 	}{
-		{config{Backend: "firecracker", SandboxRoot: root}, "-backend local"},
+		{config{Backend: "firecracker", SandboxRoot: root}, "-backend local, gvisor"},
 		{config{Backend: "local", SandboxRoot: root, Model: "gpt-4o-mini"}, "OPENAI_API_KEY"},
 		{config{Backend: "local", SandboxRoot: root, DB: filepath.Join(root, "missing", "dir", "x.db")}, "checkpoint file"},
 	}
