@@ -29,6 +29,7 @@ type config struct {
 	maxBody   int64
 	stateFile string
 	version   string
+	postgres  *postgresConfig // WithPostgres: threads, runs and events in PostgreSQL, runs on River
 }
 
 type registered struct {
@@ -103,6 +104,7 @@ type Server struct {
 	sched   *scheduler
 	closing chan struct{}
 	once    sync.Once
+	pg      *pgRuns // set with WithPostgres; then recs and sched are unused
 }
 
 // New returns a server for the graphs given with WithGraph. Its workers
@@ -122,6 +124,13 @@ func New(opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: c, mux: http.NewServeMux(), recs: recs, closing: make(chan struct{})}
+	if c.postgres != nil {
+		if s.pg, err = openPGRuns(s, c.postgres); err != nil {
+			return nil, err
+		}
+		s.routes()
+		return s, nil
+	}
 	s.routes()
 	s.sched = newScheduler(s, c.workers)
 	if err := s.sched.restore(); err != nil {
@@ -142,6 +151,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.once.Do(func() {
 		close(s.closing)
+		if s.pg != nil {
+			err = s.pg.shutdown(ctx)
+			return
+		}
 		err = s.sched.shutdown(ctx)
 		err = errors.Join(err, s.recs.close())
 	})
@@ -216,8 +229,12 @@ func (s *Server) routes() {
 		return nil
 	})
 	s.assistantRoutes()
-	s.threadRoutes()
-	s.runRoutes()
+	if s.pg != nil {
+		s.pg.routes()
+	} else {
+		s.threadRoutes()
+		s.runRoutes()
+	}
 	s.storeRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("no route %s %s", r.Method, r.URL.Path))
