@@ -142,7 +142,8 @@ func openPGRuns(s *Server, cfg *postgresConfig) (*pgRuns, error) {
 	p.stopListen = stop
 	p.listening.Add(1)
 	go p.listen(lctx)
-	if err := rc.Start(ctx); err != nil {
+	// River stops when the context Start was given is done.
+	if err := rc.Start(context.WithoutCancel(ctx)); err != nil {
 		stop()
 		p.listening.Wait()
 		return nil, fmt.Errorf("server: start River: %w", err)
