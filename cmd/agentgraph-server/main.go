@@ -4,12 +4,18 @@
 //
 //	go run ./cmd/agentgraph-server [-addr 127.0.0.1:2024] [-db agentgraph.db] [-model scripted|<name>]
 //	                              [-provider openai|anthropic] [-workers N] [-api-key KEY] [-cors ORIGIN,...]
+//	                              [-postgres URL [-worker-only] [-run-timeout D]]
 //
 // Threads' checkpoints live in the bbolt file -db, the server's thread and run records in
 // -db.server beside it, and the store (/store, and graph.StoreFrom in nodes) in -db.store, so all of
 // them survive a restart. SIGTERM or Ctrl-C stops taking runs and stops the running ones at their
 // next step boundary; a step still going after -grace is cancelled. Stopped and queued runs continue
 // when the server starts again on the same -db.
+//
+// With -postgres, threads' checkpoints, the server's records and the store live in that PostgreSQL
+// database instead, and every run is a job of River's queue there: any number of servers on the
+// database share the runs, and a client may reach any of them (docs/howto-scale-out.md).
+// -worker-only runs jobs without serving the API (only GET /ok, for health checks).
 package main
 
 import (
@@ -27,12 +33,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentgraph/agentgraph/checkpoint/bolt"
 	"github.com/agentgraph/agentgraph/internal/codeact"
 	"github.com/agentgraph/agentgraph/sandbox/local"
 	"github.com/agentgraph/agentgraph/sandboxtool"
 	"github.com/agentgraph/agentgraph/server"
-	storebolt "github.com/agentgraph/agentgraph/store/bolt"
 	"github.com/agentgraph/agentgraph/studio"
 )
 
@@ -41,6 +45,9 @@ type flags struct {
 	workers                                              int
 	grace                                                time.Duration
 	maxBody                                              int64
+	postgres                                             string
+	workerOnly                                           bool
+	runTimeout                                           time.Duration
 }
 
 func main() {
@@ -56,6 +63,9 @@ func main() {
 	flag.IntVar(&f.workers, "workers", 0, "runs executing at once (default: twice the CPUs)")
 	flag.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGTERM, how long running runs may take to reach a step boundary before their step is cancelled")
 	flag.Int64Var(&f.maxBody, "max-body", 10<<20, "largest request body in bytes")
+	flag.StringVar(&f.postgres, "postgres", os.Getenv("AGENTGRAPH_POSTGRES"), "PostgreSQL URL: keep threads, runs and the store there and share runs with every server on it, instead of -db (default $AGENTGRAPH_POSTGRES)")
+	flag.BoolVar(&f.workerOnly, "worker-only", false, "with -postgres: run jobs but serve no API, only GET /ok")
+	flag.DurationVar(&f.runTimeout, "run-timeout", 10*time.Minute, "with -postgres: longest a run may take; a run of a server that died is taken up by another this long (plus 30s) after it started")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -91,25 +101,18 @@ func run(ctx context.Context, f flags, logw io.Writer, ready chan<- string) (err
 	if err != nil {
 		return err
 	}
-	saver, err := bolt.Open(f.db)
-	if err != nil {
-		return fmt.Errorf("open thread file: %w", err)
-	}
-	defer saver.Close()
-	st, err := storebolt.Open(f.db + ".store")
-	if err != nil {
-		return fmt.Errorf("open store file: %w", err)
-	}
-	defer st.Close()
-	agent, err := codeact.Build(chat, reg.RunPython(), saver)
+	b, err := openBackend(ctx, f)
 	if err != nil {
 		return err
 	}
-	sopts := []server.Option{
-		server.WithGraph("codeact", agent, server.WithDescription("The CodeAct agent: a model that answers by running Python in its thread's sandbox")),
-		server.WithSaver(saver), server.WithStore(st),
-		server.WithStateFile(f.db + ".server"), server.WithMaxBodyBytes(f.maxBody),
+	defer b.close()
+	agent, err := codeact.Build(chat, reg.RunPython(), b.saver)
+	if err != nil {
+		return err
 	}
+	sopts := append(b.opts,
+		server.WithGraph("codeact", agent, server.WithDescription("The CodeAct agent: a model that answers by running Python in its thread's sandbox")),
+		server.WithSaver(b.saver), server.WithStore(b.store), server.WithMaxBodyBytes(f.maxBody))
 	if f.workers > 0 {
 		sopts = append(sopts, server.WithWorkers(f.workers))
 	}
@@ -129,10 +132,19 @@ func run(ctx context.Context, f flags, logw io.Writer, ready chan<- string) (err
 		return err
 	}
 	// The studio page at / uses the same API from the same origin.
-	hs := &http.Server{Handler: studio.Mount(srv), ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = studio.Mount(srv)
+	if f.workerOnly {
+		h = healthOnly()
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	logger.Printf("serving graph codeact on http://%s, the studio at http://%s/ (threads in %s)", ln.Addr(), ln.Addr(), f.db)
+	switch {
+	case f.workerOnly:
+		logger.Printf("running runs of graph codeact from %s; health at http://%s/ok", b.where, ln.Addr())
+	default:
+		logger.Printf("serving graph codeact on http://%s, the studio at http://%s/ (threads in %s)", ln.Addr(), ln.Addr(), b.where)
+	}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
