@@ -216,7 +216,7 @@ func agReact(turns int, opts []graph.CompileOption, tick func()) (*graph.Graph[p
 	if err != nil {
 		return nil, err
 	}
-	return prebuilt.NewReactAgent(m, []*prebuilt.Tool{tool}, prebuilt.WithCompileOptions(opts...))
+	return prebuilt.NewReactAgent(m, []prebuilt.Tool{tool}, prebuilt.WithCompileOptions(opts...))
 }
 
 // --- wide_state: 15 keys, each with its reducer; the join of three and

@@ -28,7 +28,7 @@ type ModelNode[S any] struct {
 
 // NewModelNode returns a ModelNode calling m over the conversation held by
 // messages, with tools bound.
-func NewModelNode[S any](m model.ChatModel, messages graph.SliceKey[S, model.Message], tools []*Tool, opts ...ModelNodeOption) (*ModelNode[S], error) {
+func NewModelNode[S any](m model.ChatModel, messages graph.SliceKey[S, model.Message], tools []Tool, opts ...ModelNodeOption) (*ModelNode[S], error) {
 	var c modelConfig
 	for _, o := range opts {
 		o.applyModelNode(&c)
@@ -36,7 +36,7 @@ func NewModelNode[S any](m model.ChatModel, messages graph.SliceKey[S, model.Mes
 	return newModelNode(m, messages, tools, c)
 }
 
-func newModelNode[S any](m model.ChatModel, messages graph.SliceKey[S, model.Message], tools []*Tool, o modelConfig) (*ModelNode[S], error) {
+func newModelNode[S any](m model.ChatModel, messages graph.SliceKey[S, model.Message], tools []Tool, o modelConfig) (*ModelNode[S], error) {
 	if m == nil {
 		return nil, errors.New("prebuilt: the chat model is nil: pass a model.ChatModel such as openai.New(...) or scripted.New(...)")
 	}
@@ -138,7 +138,7 @@ func forward(ctx context.Context, id string, seq iter.Seq2[model.Chunk, error]) 
 // WithToolErrorsToModel, WithFailOnInvalidArguments and WithErrorContent for
 // the tool node, and WithCompileOptions for the graph (a saver,
 // breakpoints).
-func NewReactAgent(m model.ChatModel, tools []*Tool, opts ...AgentOption) (*graph.Graph[MessagesState], error) {
+func NewReactAgent(m model.ChatModel, tools []Tool, opts ...AgentOption) (*graph.Graph[MessagesState], error) {
 	var c agentConfig
 	for _, o := range opts {
 		o.applyAgent(&c)
@@ -168,7 +168,7 @@ type ResponseState[T any] struct {
 // errors.Is model.ErrInvalidOutput. name names the format for the model.
 //
 // The agent's keys are built for it: write the input with its Messages key.
-func NewReactAgentWithResponse[T any](m model.ChatModel, tools []*Tool, name string, opts ...AgentOption) (*ResponseAgent[T], error) {
+func NewReactAgentWithResponse[T any](m model.ChatModel, tools []Tool, name string, opts ...AgentOption) (*ResponseAgent[T], error) {
 	var c agentConfig
 	for _, o := range opts {
 		o.applyAgent(&c)
@@ -209,7 +209,7 @@ const RespondNode = "generate_structured_response"
 // agentGraph builds the ReAct loop over a state whose conversation is held
 // by msgs. With respond, an answer without tool calls goes to respond
 // (RespondNode) instead of ending the run.
-func agentGraph[S any](m model.ChatModel, msgs graph.SliceKey[S, model.Message], tools []*Tool, c agentConfig, respond graph.Node[S], more ...graph.AnyKey[S]) (*graph.StateGraph[S], error) {
+func agentGraph[S any](m model.ChatModel, msgs graph.SliceKey[S, model.Message], tools []Tool, c agentConfig, respond graph.Node[S], more ...graph.AnyKey[S]) (*graph.StateGraph[S], error) {
 	agent, err := newModelNode(m, msgs, tools, c.model)
 	if err != nil {
 		return nil, err

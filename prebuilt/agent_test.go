@@ -18,7 +18,7 @@ import (
 
 // echoPython stands where the sandbox tool goes: it reports the thread it
 // was called for and the code it got.
-func echoPython(t testing.TB) *Tool {
+func echoPython(t testing.TB) Tool {
 	t.Helper()
 	tool, err := NewTool("run_python", "Run a Python 3 program in this conversation's sandbox.",
 		func(ctx context.Context, a struct {
@@ -41,7 +41,7 @@ func TestReactAgentCodeActTurns(t *testing.T) {
 		once.Do(func() { first = req })
 		return codeAct.Generate(ctx, req)
 	})
-	agent, err := NewReactAgent(m, []*Tool{echoPython(t)}, WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
+	agent, err := NewReactAgent(m, []Tool{echoPython(t)}, WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestReactAgentCodeActTurns(t *testing.T) {
 
 func TestReactAgentSystemPromptAndToolChoice(t *testing.T) {
 	m := scripted.New(scripted.Text("hello"))
-	agent, err := NewReactAgent(m, []*Tool{echoPython(t)}, WithSystemPrompt("Be brief."), WithToolChoice(model.ToolChoiceNone))
+	agent, err := NewReactAgent(m, []Tool{echoPython(t)}, WithSystemPrompt("Be brief."), WithToolChoice(model.ToolChoiceNone))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestReactAgentStreamsMessages(t *testing.T) {
 		scripted.Calls(model.ToolCall{ID: "c1", Name: "run_python", Arguments: []byte(`{"code":"print(42)"}`)}),
 		scripted.Text("The answer is 42."),
 	)
-	agent, err := NewReactAgent(m, []*Tool{echoPython(t)})
+	agent, err := NewReactAgent(m, []Tool{echoPython(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestReactAgentModelFailure(t *testing.T) {
 
 func TestModelNodeFillsToolCallIDs(t *testing.T) {
 	step := scripted.Calls(model.ToolCall{Name: "run_python", Arguments: []byte(`{"code":"1"}`)})
-	agent, err := NewReactAgent(scripted.New(step, scripted.Text("done")), []*Tool{echoPython(t)})
+	agent, err := NewReactAgent(scripted.New(step, scripted.Text("done")), []Tool{echoPython(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestReactAgentDurableInBolt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		agent, err := NewReactAgent(scripted.CodeAct(), []*Tool{echoPython(t)}, WithCompileOptions(graph.WithSaver(s)))
+		agent, err := NewReactAgent(scripted.CodeAct(), []Tool{echoPython(t)}, WithCompileOptions(graph.WithSaver(s)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +298,7 @@ func TestReactAgentDrawing(t *testing.T) {
 // prompt goes before the conversation and is not written back.
 func TestModelNodeRun(t *testing.T) {
 	m := scripted.New(scripted.Text("hello"))
-	n, err := NewModelNode(m, noteMessages, []*Tool{tool1}, WithSystemPrompt("Be brief."), WithToolChoice(model.ToolChoiceRequired))
+	n, err := NewModelNode(m, noteMessages, []Tool{tool1}, WithSystemPrompt("Be brief."), WithToolChoice(model.ToolChoiceRequired))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestModelNodeRun(t *testing.T) {
 	}
 	req := m.Requests()[0]
 	if len(req.Messages) != 2 || req.Messages[0].Content != "Be brief." || req.ToolChoice != model.ToolChoiceRequired ||
-		len(req.Tools) != 1 || req.Tools[0].Name != tool1.Name() || tool1.Name() != "tool1" {
+		len(req.Tools) != 1 || req.Tools[0].Name != tool1.Spec().Name || tool1.Spec().Name != "tool1" {
 		t.Fatalf("request %+v", req)
 	}
 	g, err := graph.New(noteMessages, notes).AddNodeFunc("model", func(context.Context, noteState) (graph.Update[noteState], error) {
@@ -328,7 +328,7 @@ func TestModelNodeRun(t *testing.T) {
 	if _, err := NewModelNode[noteState](nil, noteMessages, nil); err == nil {
 		t.Fatal("NewModelNode accepted a nil model")
 	}
-	if _, err := NewModelNode(m, noteMessages, []*Tool{nil}); err == nil {
+	if _, err := NewModelNode(m, noteMessages, []Tool{nil}); err == nil {
 		t.Fatal("NewModelNode accepted a nil tool")
 	}
 }

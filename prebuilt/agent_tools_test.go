@@ -55,7 +55,7 @@ func TestReactAgentParallelToolCalls(t *testing.T) {
 		scripted.Calls(call("1", "get_weather", `{"location":"sf"}`), call("2", "human_assistance", `{"query":"request help"}`)),
 		scripted.Text("done"),
 	)
-	agent, err := NewReactAgent(m, []*Tool{humanAssistance, getWeather}, WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
+	agent, err := NewReactAgent(m, []Tool{humanAssistance, getWeather}, WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestReactAgentToolInterrupt(t *testing.T) {
 		scripted.Calls(call("1", "tool_interrupt", `{"some_val":0}`), call("2", "tool_normal", `{"some_val":1}`)),
 		scripted.Text("done"),
 	)
-	agent, err := NewReactAgent(m, []*Tool{toolInterrupt, toolNormal}, WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
+	agent, err := NewReactAgent(m, []Tool{toolInterrupt, toolNormal}, WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestReactAgentResumeAfterToolFailure(t *testing.T) {
 		scripted.Calls(call("a", "fetch", `{"url":"one"}`), call("b", "fetch", `{"url":"flaky"}`), call("c", "fetch", `{"url":"three"}`)),
 		scripted.Text("done"),
 	)
-	agent, err := NewReactAgent(m, []*Tool{fetch}, WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
+	agent, err := NewReactAgent(m, []Tool{fetch}, WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestReactAgentCallsRunConcurrentlyInCallOrder(t *testing.T) {
 		calls = append(calls, call(fmt.Sprint("c", i), "wait", fmt.Sprintf(`{"n":%d}`, i)))
 	}
 	m := scripted.New(scripted.Calls(calls...), scripted.Text("done"))
-	agent, err := NewReactAgent(m, []*Tool{wait})
+	agent, err := NewReactAgent(m, []Tool{wait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,11 +301,11 @@ func TestToolsConditionCustomKey(t *testing.T) {
 		return a.A + a.B, nil
 	})
 	m := scripted.New(scripted.Calls(call("test_id", "add", `{"a":1,"b":2}`)), scripted.Text("hi-hi-3"))
-	agent, err := NewModelNode(m, noteMessages, []*Tool{add})
+	agent, err := NewModelNode(m, noteMessages, []Tool{add})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tn, err := NewToolNode(noteMessages, []*Tool{add})
+	tn, err := NewToolNode(noteMessages, []Tool{add})
 	if err != nil {
 		t.Fatal(err)
 	}

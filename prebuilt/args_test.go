@@ -102,8 +102,8 @@ type argOwn struct {
 // through json.Unmarshal and expects the same value, for types the fast
 // path takes and types it leaves to encoding/json.
 func TestToolArgsMatchEncodingJSON(t *testing.T) {
-	all := MustTool("all", "", func(_ context.Context, a argAll) (string, error) { return "", nil })
-	own := MustTool("own", "", func(_ context.Context, a argOwn) (string, error) { return "", nil })
+	all := &MustTool("all", "", func(_ context.Context, a argAll) (string, error) { return "", nil }).(*typedTool[argAll, string]).toolInfo
+	own := &MustTool("own", "", func(_ context.Context, a argOwn) (string, error) { return "", nil }).(*typedTool[argOwn, string]).toolInfo
 	if all.assign == nil {
 		t.Fatal("argAll should take the fast path")
 	}
@@ -111,7 +111,7 @@ func TestToolArgsMatchEncodingJSON(t *testing.T) {
 		t.Fatal("argOwn holds a time.Time and an interface: it should go to encoding/json")
 	}
 	cases := []struct {
-		tool *Tool
+		tool *toolInfo
 		dst  func() any
 		text string
 	}{

@@ -17,7 +17,7 @@ import (
 // reactWorkload mirrors LangGraph's react_agent_Nx benchmark: the model asks
 // for one tool call per turn, each with about 3.6 KB of arguments, for turns
 // turns, then answers; the tool answers each query repeated ten times.
-func reactWorkload(b *testing.B, turns int) (model.ChatModel, *Tool) {
+func reactWorkload(b *testing.B, turns int) (model.ChatModel, Tool) {
 	b.Helper()
 	callIDs := make([]string, turns)
 	args := make([]json.RawMessage, turns)
@@ -52,7 +52,7 @@ func benchmarkReact(b *testing.B, turns int, saver *checkpoint.Memory) {
 	if saver != nil {
 		opts = append(opts, WithCompileOptions(graph.WithSaver(saver)))
 	}
-	agent, err := NewReactAgent(m, []*Tool{search}, opts...)
+	agent, err := NewReactAgent(m, []Tool{search}, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func BenchmarkToolNode10Parallel(b *testing.B) {
 	weather := MustTool("weather", "Forecast for a city.", func(_ context.Context, a args) (forecast, error) {
 		return forecast{City: a.City, Temps: []int{20, 21, 19}, Rain: 0.1}, nil
 	})
-	tn, err := NewToolNode(Messages, []*Tool{weather})
+	tn, err := NewToolNode(Messages, []Tool{weather})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func BenchmarkToolArguments(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		out, err := echo.Call(ctx, raw)
-		if err != nil || len(out) != len(q) {
+		if s, _ := out.(string); err != nil || len(s) != len(q) {
 			b.Fatal(err)
 		}
 	}

@@ -53,7 +53,7 @@ func ExampleNewReactAgent() {
 
 	// The guide's stub model: it runs the user's text as code, then reports
 	// what the tool said. Swap in openai.New(...) for a real model.
-	agent, err := prebuilt.NewReactAgent(scripted.CodeAct(), []*prebuilt.Tool{runPython},
+	agent, err := prebuilt.NewReactAgent(scripted.CodeAct(), []prebuilt.Tool{runPython},
 		prebuilt.WithSystemPrompt("You write Python."),
 		prebuilt.WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
 	if err != nil {
@@ -148,7 +148,7 @@ func ExampleNewToolNode() {
 				Writes:  []graph.Write[supportState]{tickets.Add(id + " " + a.Title)},
 			}, nil
 		})
-	tools := []*prebuilt.Tool{openTicket}
+	tools := []prebuilt.Tool{openTicket}
 
 	m := scripted.New(
 		scripted.Calls(model.ToolCall{ID: "7", Name: "open_ticket", Arguments: json.RawMessage(`{"title":"printer on fire"}`)}),
@@ -198,7 +198,7 @@ func ExampleWithCompileOptions() {
 		scripted.Calls(model.ToolCall{ID: "c1", Name: "delete_file", Arguments: json.RawMessage(`{"path":"/tmp/old.log"}`)}),
 		scripted.Text("Done."),
 	)
-	agent, err := prebuilt.NewReactAgent(m, []*prebuilt.Tool{deleteFile},
+	agent, err := prebuilt.NewReactAgent(m, []prebuilt.Tool{deleteFile},
 		prebuilt.WithCompileOptions(
 			graph.WithSaver(checkpoint.NewMemory()),
 			graph.WithInterruptBefore(prebuilt.ToolsNode)))
@@ -244,7 +244,7 @@ func ExampleWithToolErrorsToModel() {
 		scripted.Calls(model.ToolCall{ID: "c2", Name: "lookup", Arguments: json.RawMessage(`{"id":7}`)}),
 		scripted.Text("The customer is Ada."),
 	)
-	agent, err := prebuilt.NewReactAgent(m, []*prebuilt.Tool{lookup}, prebuilt.WithToolErrorsToModel())
+	agent, err := prebuilt.NewReactAgent(m, []prebuilt.Tool{lookup}, prebuilt.WithToolErrorsToModel())
 	if err != nil {
 		panic(err)
 	}
@@ -280,7 +280,7 @@ func ExampleNewReactAgent_breakpointInStream() {
 		scripted.Calls(model.ToolCall{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)}),
 		scripted.Text("It said hi."),
 	)
-	agent, err := prebuilt.NewReactAgent(m, []*prebuilt.Tool{echo}, prebuilt.WithCompileOptions(
+	agent, err := prebuilt.NewReactAgent(m, []prebuilt.Tool{echo}, prebuilt.WithCompileOptions(
 		graph.WithSaver(checkpoint.NewMemory()), graph.WithInterruptBefore(prebuilt.ToolsNode)))
 	if err != nil {
 		panic(err)

@@ -100,7 +100,7 @@ func TestReactAgentOverOpenAIWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent, err := NewReactAgent(m, []*Tool{echoPython(t)}, WithSystemPrompt("Use the tool."))
+	agent, err := NewReactAgent(m, []Tool{echoPython(t)}, WithSystemPrompt("Use the tool."))
 	if err != nil {
 		t.Fatal(err)
 	}

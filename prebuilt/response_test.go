@@ -31,7 +31,7 @@ func TestReactAgentWithResponse(t *testing.T) {
 		scripted.Text(`{"city":"Oslo"}`), // misses a field: sent back once
 		scripted.Text(`{"city":"Oslo","temperature":21.5}`),
 	)
-	agent, err := prebuilt.NewReactAgentWithResponse[Weather](m, []*prebuilt.Tool{lookup}, "weather_report")
+	agent, err := prebuilt.NewReactAgentWithResponse[Weather](m, []prebuilt.Tool{lookup}, "weather_report")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,17 +17,46 @@ import (
 	"github.com/agentgraph/agentgraph/model"
 )
 
-// Tool is a function a model can call: a name, a description and a JSON
-// schema for its arguments, generated from a Go type. Build one with NewTool.
-// A Tool is immutable and safe for concurrent use.
-type Tool struct {
+// Tool is something a model can call. Spec is what the model is told: the
+// tool's name, what it does and the JSON schema of its arguments. Call runs
+// it with the arguments the model sent, a JSON object as raw text, and
+// returns its result.
+//
+// The result becomes the content of the tool message the model reads
+// (see Content): a string as it is, an Output[S] by its Content field (its
+// Writes and Goto go to the graph), anything else as JSON. An error is the
+// tool's failure: a ToolNode fails the run with it, or hands it to the model
+// when built WithToolErrorsToModel. Return an *ArgumentError for arguments
+// that do not fit the schema, so the model is told to correct its call.
+//
+// Call gets the run config from ctx (graph.ConfigFrom) and, inside a
+// ToolNode, the id of the call it answers (ToolCallID). It may pause the run
+// with graph.Interrupt. Implementations are safe for concurrent use.
+//
+// NewTool makes a Tool from a Go function with typed arguments, NewRawTool
+// from a JSON schema and a function taking the raw arguments; Wrap adds
+// middleware to any Tool.
+type Tool interface {
+	Spec() model.ToolSpec
+	Call(ctx context.Context, args json.RawMessage) (any, error)
+}
+
+// typedTool is a Tool whose arguments are a Go struct. Its Call decodes and
+// calls the function itself, so that a call's stack is no deeper than it
+// must be: ToolNode runs calls on fresh goroutines, whose stacks grow by
+// copying.
+type typedTool[Args, Result any] struct {
+	toolInfo
+	fn func(ctx context.Context, args Args) (Result, error)
+}
+
+// toolInfo is what a typed tool knows apart from its function.
+type toolInfo struct {
 	name        string
 	description string
 	schema      *jsonschema.Schema
 	params      json.RawMessage
-	result      reflect.Type
 	assign      assigner // nil: arguments decode through encoding/json
-	run         func(ctx context.Context, args json.RawMessage) (any, error)
 }
 
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -47,10 +76,11 @@ var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // The run config is not an argument: fn reads it from ctx with
 // graph.ConfigFrom, and the id of the call it answers with ToolCallID.
 //
-// What fn returns becomes the tool message's content: a string as it is,
-// anything else as JSON. To update the graph's state as well, return an
-// Output[S].
-func NewTool[Args, Result any](name, description string, fn func(ctx context.Context, args Args) (Result, error)) (*Tool, error) {
+// The tool's Call returns what fn returns, which becomes the tool message's
+// content: a string as it is, anything else as JSON. To update the graph's
+// state as well, return an Output[S]. Arguments that are not a JSON object
+// matching the schema give an *ArgumentError, and fn is not called.
+func NewTool[Args, Result any](name, description string, fn func(ctx context.Context, args Args) (Result, error)) (Tool, error) {
 	if !toolName.MatchString(name) {
 		return nil, fmt.Errorf("prebuilt: tool name %q: use 1 to 64 letters, digits, _ or -", name)
 	}
@@ -65,20 +95,15 @@ func NewTool[Args, Result any](name, description string, fn func(ctx context.Con
 	if err != nil {
 		return nil, fmt.Errorf("prebuilt: tool %q: encode schema: %w", name, err)
 	}
-	t := &Tool{name: name, description: description, schema: s, params: params, result: reflect.TypeFor[Result](), assign: assignerFor(reflect.TypeFor[Args]())}
-	t.run = func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var args Args
-		if err := t.decode(raw, &args); err != nil {
-			return nil, err
-		}
-		return fn(ctx, args)
-	}
-	return t, nil
+	return &typedTool[Args, Result]{
+		toolInfo: toolInfo{name: name, description: description, schema: s, params: params, assign: assignerFor(reflect.TypeFor[Args]())},
+		fn:       fn,
+	}, nil
 }
 
 // MustTool is NewTool for tools declared at package level: it panics on the
 // errors NewTool returns, all of which are mistakes in the declaration.
-func MustTool[Args, Result any](name, description string, fn func(ctx context.Context, args Args) (Result, error)) *Tool {
+func MustTool[Args, Result any](name, description string, fn func(ctx context.Context, args Args) (Result, error)) Tool {
 	t, err := NewTool(name, description, fn)
 	if err != nil {
 		panic(err)
@@ -86,64 +111,103 @@ func MustTool[Args, Result any](name, description string, fn func(ctx context.Co
 	return t
 }
 
-// Name returns the tool's name.
-func (t *Tool) Name() string { return t.name }
-
 // Spec returns what a model is told about the tool.
-func (t *Tool) Spec() model.ToolSpec {
+func (t *toolInfo) Spec() model.ToolSpec {
 	return model.ToolSpec{Name: t.name, Description: t.description, Parameters: slices.Clone(t.params)}
 }
 
-// Call runs the tool with the given JSON arguments, outside any graph or
-// inside one, and returns the content of its tool message. The tool reads
-// the run config from ctx: give it one with graph.WithConfig when calling
-// it directly. Arguments that are not a JSON object matching the schema give
-// an *ArgumentError; the tool's own error is returned wrapped.
-func (t *Tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
-	v, err := t.run(ctx, args)
-	if err != nil {
-		var ae *ArgumentError
-		if errors.As(err, &ae) {
-			return "", err
-		}
-		return "", fmt.Errorf("tool %q: %w", t.name, err)
+// Call decodes and checks raw, then calls the tool's function.
+func (t *typedTool[Args, Result]) Call(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args Args
+	if err := t.decode(raw, &args); err != nil {
+		return nil, err
 	}
-	return t.content(v)
+	r, err := t.fn(ctx, args)
+	return r, err
 }
 
-func (t *Tool) content(v any) (string, error) {
-	if o, ok := v.(stateOutput); ok {
-		v = o.toolContent()
+func (t *typedTool[Args, Result]) resultType() reflect.Type { return reflect.TypeFor[Result]() }
+
+// resultTyped is implemented by tools that know the Go type of their
+// result, so NewToolNode can reject an Output for another state up front.
+type resultTyped interface{ resultType() reflect.Type }
+
+// Content returns the text of the tool message a tool's result becomes: a
+// string as it is, an Output[S] by its Content, anything else encoded as
+// JSON.
+func Content(result any) (string, error) {
+	if o, ok := result.(stateOutput); ok {
+		result = o.toolContent()
 	}
-	if s, ok := v.(string); ok {
+	if s, ok := result.(string); ok {
 		return s, nil
 	}
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(result)
 	if err != nil {
-		return "", fmt.Errorf("tool %q: encode its result as JSON: %w; return a string or a JSON-encodable value", t.name, err)
+		return "", fmt.Errorf("encode the result as JSON: %w; return a string or a JSON-encodable value", err)
 	}
 	return string(b), nil
 }
 
-func (t *Tool) decode(raw json.RawMessage, dst any) error {
+// normalize trims args and turns empty arguments and null into {}.
+func normalize(raw json.RawMessage) json.RawMessage {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		raw = json.RawMessage(`{}`)
+		return json.RawMessage(`{}`)
 	}
+	return raw
+}
+
+// parse parses raw arguments into the values the validator reads. Callers
+// on a tool call's path call parseArgs first themselves and come here only
+// when it declines, so that the common case adds no frame to the stack of
+// the call's goroutine.
+func parse(name string, raw json.RawMessage) (any, error) {
 	x, ok := parseArgs(raw)
 	if !ok {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&x); err != nil || dec.More() {
-			if err == nil {
-				err = errors.New("text follows the JSON value")
-			}
-			return &ArgumentError{Tool: t.name, Problems: []string{fmt.Sprintf("arguments are not valid JSON (%v); send one JSON object", err)}}
+		var err error
+		if x, err = decodeArgs(name, raw); err != nil {
+			return nil, err
 		}
 	}
 	if s, ok := x.(string); ok {
-		// model.Arguments keeps argument text that is not JSON as a string.
-		return &ArgumentError{Tool: t.name, Problems: []string{fmt.Sprintf("arguments are not a JSON object but the text %s; send one JSON object", show(s))}}
+		return nil, textArgs(name, s)
+	}
+	return x, nil
+}
+
+// decodeArgs parses raw with encoding/json, for the text parseArgs
+// declines, and says what is wrong with text that is not JSON.
+func decodeArgs(name string, raw json.RawMessage) (any, error) {
+	var x any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&x); err != nil || dec.More() {
+		if err == nil {
+			err = errors.New("text follows the JSON value")
+		}
+		return nil, &ArgumentError{Tool: name, Problems: []string{fmt.Sprintf("arguments are not valid JSON (%v); send one JSON object", err)}}
+	}
+	return x, nil
+}
+
+// textArgs reports arguments that are a JSON string: model.Arguments keeps
+// argument text that is not JSON as a string.
+func textArgs(name, s string) error {
+	return &ArgumentError{Tool: name, Problems: []string{fmt.Sprintf("arguments are not a JSON object but the text %s; send one JSON object", show(s))}}
+}
+
+func (t *toolInfo) decode(raw json.RawMessage, dst any) error {
+	raw = normalize(raw)
+	x, ok := parseArgs(raw)
+	if !ok {
+		var err error
+		if x, err = decodeArgs(t.name, raw); err != nil {
+			return err
+		}
+	}
+	if s, ok := x.(string); ok {
+		return textArgs(t.name, s)
 	}
 	var v validator
 	v.check(t.schema, x, "")

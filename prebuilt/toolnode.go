@@ -83,7 +83,7 @@ var ErrNoAssistantMessage = errors.New("prebuilt: the conversation has no assist
 // own.
 type ToolNode[S any] struct {
 	messages graph.SliceKey[S, model.Message]
-	byName   map[string]*Tool
+	byName   map[string]Tool
 	known    []string
 	o        toolConfig
 }
@@ -91,7 +91,7 @@ type ToolNode[S any] struct {
 // NewToolNode returns a ToolNode over the conversation held by messages. It
 // fails on a nil or duplicate tool, and on a tool returning an Output for a
 // state other than S.
-func NewToolNode[S any](messages graph.SliceKey[S, model.Message], tools []*Tool, opts ...ToolNodeOption) (*ToolNode[S], error) {
+func NewToolNode[S any](messages graph.SliceKey[S, model.Message], tools []Tool, opts ...ToolNodeOption) (*ToolNode[S], error) {
 	var c toolConfig
 	for _, o := range opts {
 		o.applyToolNode(&c)
@@ -99,21 +99,24 @@ func NewToolNode[S any](messages graph.SliceKey[S, model.Message], tools []*Tool
 	return newToolNode(messages, tools, c)
 }
 
-func newToolNode[S any](messages graph.SliceKey[S, model.Message], tools []*Tool, c toolConfig) (*ToolNode[S], error) {
-	n := &ToolNode[S]{messages: messages, byName: make(map[string]*Tool, len(tools)), o: c}
+func newToolNode[S any](messages graph.SliceKey[S, model.Message], tools []Tool, c toolConfig) (*ToolNode[S], error) {
+	n := &ToolNode[S]{messages: messages, byName: make(map[string]Tool, len(tools)), o: c}
 	want := reflect.TypeFor[Output[S]]()
 	for i, t := range tools {
 		if t == nil {
 			return nil, fmt.Errorf("prebuilt: tool %d is nil: build tools with prebuilt.NewTool", i)
 		}
-		if _, dup := n.byName[t.name]; dup {
-			return nil, fmt.Errorf("prebuilt: two tools are named %q: give each tool its own name", t.name)
+		name := t.Spec().Name
+		if _, dup := n.byName[name]; dup {
+			return nil, fmt.Errorf("prebuilt: two tools are named %q: give each tool its own name", name)
 		}
-		if t.result.Implements(stateOutputType) && t.result != want {
-			return nil, fmt.Errorf("prebuilt: tool %q returns %v, but this ToolNode runs over %v: return %v", t.name, t.result, reflect.TypeFor[S](), want)
+		if rt, ok := t.(resultTyped); ok {
+			if res := rt.resultType(); res != nil && res.Implements(stateOutputType) && res != want {
+				return nil, fmt.Errorf("prebuilt: tool %q returns %v, but this ToolNode runs over %v: return %v", name, res, reflect.TypeFor[S](), want)
+			}
 		}
-		n.byName[t.name] = t
-		n.known = append(n.known, t.name)
+		n.byName[name] = t
+		n.known = append(n.known, name)
 	}
 	return n, nil
 }
@@ -196,26 +199,32 @@ func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, resul
 	if n.o.maxParallel > 0 && n.o.maxParallel < len(calls) {
 		sem = make(chan struct{}, n.o.maxParallel)
 	}
+	run := func(i int, c model.ToolCall) {
+		if sem != nil {
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+				fail(fmt.Errorf("prebuilt: tool %q (call %s) did not start: %w", c.Name, c.ID, ctx.Err()))
+				return
+			}
+		}
+		results[i] = n.call(ctx, c, state)
+		if err := results[i].fatal; err != nil {
+			fail(err)
+		}
+	}
+	// The first call runs on this goroutine, whose stack has already grown:
+	// a new goroutine's stack grows by copying as a call deepens it.
 	var wg sync.WaitGroup
-	for i, c := range calls {
+	for i, c := range calls[1:] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if sem != nil {
-				select {
-				case sem <- struct{}{}:
-					defer func() { <-sem }()
-				case <-ctx.Done():
-					fail(fmt.Errorf("prebuilt: tool %q (call %s) did not start: %w", c.Name, c.ID, ctx.Err()))
-					return
-				}
-			}
-			results[i] = n.call(ctx, c, state)
-			if err := results[i].fatal; err != nil {
-				fail(err)
-			}
+			run(i+1, c)
 		}()
 	}
+	run(0, calls[0])
 	wg.Wait()
 	return first
 }
@@ -229,9 +238,9 @@ func (n *ToolNode[S]) call(ctx context.Context, c model.ToolCall, state any) cal
 	if err != nil {
 		return n.failed(ctx, c, err)
 	}
-	content, err := t.content(v)
+	content, err := Content(v)
 	if err != nil {
-		return n.failed(ctx, c, err)
+		return n.failed(ctx, c, fmt.Errorf("tool %q: %w", c.Name, err))
 	}
 	r := callResult[S]{msg: model.ToolResult(c.ID, c.Name, content)}
 	if o, ok := v.(stateOutput); ok {
@@ -296,13 +305,13 @@ func invalidArgumentsContent(c model.ToolCall, ae *ArgumentError) string {
 		strings.Join(ae.Problems, "\n") + "\n Please fix the error and try again."
 }
 
-func invoke(ctx context.Context, t *Tool, c model.ToolCall) (v any, err error) {
+func invoke(ctx context.Context, t Tool, c model.ToolCall) (v any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			v, err = nil, &PanicError{Tool: c.Name, CallID: c.ID, Value: p, Stack: debug.Stack()}
 		}
 	}()
-	return t.run(ctx, c.Arguments)
+	return t.Call(ctx, c.Arguments)
 }
 
 // ToolsCondition routes to ToolsNode when the last message of the

@@ -26,7 +26,7 @@ var (
 
 // runTools runs a graph START -> tools -> END on a conversation ending in an
 // assistant message asking for calls.
-func runTools(t *testing.T, ctx context.Context, tools []*Tool, calls []model.ToolCall, opts ...ToolNodeOption) (noteState, error) {
+func runTools(t *testing.T, ctx context.Context, tools []Tool, calls []model.ToolCall, opts ...ToolNodeOption) (noteState, error) {
 	t.Helper()
 	tn, err := NewToolNode(noteMessages, tools, opts...)
 	if err != nil {
@@ -75,7 +75,7 @@ func TestToolNodeRunsCallsConcurrentlyInCallOrder(t *testing.T) {
 	for i := range n {
 		calls = append(calls, call(fmt.Sprintf("c%d", i), "wait", fmt.Sprintf(`{"n":%d}`, i)))
 	}
-	s, err := runTools(t, context.Background(), []*Tool{tool}, calls)
+	s, err := runTools(t, context.Background(), []Tool{tool}, calls)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ var (
 
 // toolMessages runs a ToolNode over tools on one assistant message asking
 // for calls, and returns the tool messages it wrote.
-func toolMessages(t *testing.T, tools []*Tool, calls []model.ToolCall, opts ...ToolNodeOption) ([]model.Message, error) {
+func toolMessages(t *testing.T, tools []Tool, calls []model.ToolCall, opts ...ToolNodeOption) ([]model.Message, error) {
 	t.Helper()
 	s, err := runTools(t, context.Background(), tools, calls, opts...)
 	if err != nil {
@@ -139,7 +139,7 @@ func wantToolMessage(t *testing.T, m model.Message, callID, name string, status 
 
 // LangGraph: test_tool_node, test_tool_node_tool_call_input.
 func TestToolNodeResults(t *testing.T) {
-	msgs, err := toolMessages(t, []*Tool{tool1, tool3}, []model.ToolCall{
+	msgs, err := toolMessages(t, []Tool{tool1, tool3}, []model.ToolCall{
 		call("some 0", "tool1", `{"some_val":1,"some_other_val":"foo"}`),
 		call("some 1", "tool1", `{"some_val":2,"some_other_val":"bar"}`),
 		call("some 2", "tool3", `{"some_val":2,"some_other_val":"bar"}`),
@@ -155,7 +155,7 @@ func TestToolNodeResults(t *testing.T) {
 // LangGraph: test_tool_node_incorrect_tool_name, and the unknown tool of
 // test_tool_node_tool_call_input. The message names the tool asked for.
 func TestToolNodeUnknownTool(t *testing.T) {
-	msgs, err := toolMessages(t, []*Tool{tool1, tool2}, []model.ToolCall{
+	msgs, err := toolMessages(t, []Tool{tool1, tool2}, []model.ToolCall{
 		call("some 0", "tool1", `{"some_val":1,"some_other_val":"foo"}`),
 		call("some 1", "tool3", `{"some_val":1,"some_other_val":"foo"}`),
 	}, WithFailOnInvalidArguments())
@@ -169,7 +169,7 @@ func TestToolNodeUnknownTool(t *testing.T) {
 // LangGraph: test_tool_node_error_handling_default_invocation. Invalid
 // arguments go back to the model by default; the tool does not run.
 func TestToolNodeInvalidArgumentsToModel(t *testing.T) {
-	msgs, err := toolMessages(t, []*Tool{tool1}, []model.ToolCall{
+	msgs, err := toolMessages(t, []Tool{tool1}, []model.ToolCall{
 		call("some id", "tool1", `{"invalid": 0, "args": "foo"}`),
 	})
 	if err != nil {
@@ -183,7 +183,7 @@ func TestToolNodeInvalidArgumentsToModel(t *testing.T) {
 			`field "invalid" is not a known field; the fields are: some_val, some_other_val`+"\n Please fix the error and try again.")
 
 	// Arguments that are not JSON, or missing, are shown as they came.
-	msgs, err = toolMessages(t, []*Tool{tool1}, []model.ToolCall{{ID: "a", Name: "tool1", Arguments: model.Arguments(`{"some_val": 1,`)}, call("b", "tool1", ``)})
+	msgs, err = toolMessages(t, []Tool{tool1}, []model.ToolCall{{ID: "a", Name: "tool1", Arguments: model.Arguments(`{"some_val": 1,`)}, call("b", "tool1", ``)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestToolNodeInvalidArgumentsToModel(t *testing.T) {
 
 // LangGraph: test_tool_node_handle_tool_errors_false, for validation errors.
 func TestToolNodeFailOnInvalidArguments(t *testing.T) {
-	_, err := toolMessages(t, []*Tool{tool1}, []model.ToolCall{call("some id", "tool1", `{"some_val":0}`)}, WithFailOnInvalidArguments())
+	_, err := toolMessages(t, []Tool{tool1}, []model.ToolCall{call("some id", "tool1", `{"some_val":0}`)}, WithFailOnInvalidArguments())
 	var ae *ArgumentError
 	if !errors.As(err, &ae) || !errors.Is(err, ErrInvalidArguments) || ae.Tool != "tool1" {
 		t.Fatalf("err = %v, want the *ArgumentError", err)
@@ -211,7 +211,7 @@ func TestToolNodeFailOnInvalidArguments(t *testing.T) {
 // LangGraph: test_tool_node_error_handling_default_exception. A tool's own
 // error or panic fails the run by default.
 func TestToolNodeToolErrorFailsRun(t *testing.T) {
-	_, err := toolMessages(t, []*Tool{tool1}, []model.ToolCall{call("some id", "tool1", `{"some_val":0,"some_other_val":"foo"}`)})
+	_, err := toolMessages(t, []Tool{tool1}, []model.ToolCall{call("some id", "tool1", `{"some_val":0,"some_other_val":"foo"}`)})
 	var te *ToolError
 	if !errors.As(err, &te) || te.Tool != "tool1" || te.CallID != "some id" || !errors.Is(err, errTest) {
 		t.Fatalf("err = %v, want the *ToolError of call %q", err, "some id")
@@ -220,7 +220,7 @@ func TestToolNodeToolErrorFailsRun(t *testing.T) {
 		t.Fatalf("ToolError says %q, want %q", te.Error(), want)
 	}
 	panics := MustTool("panics", "", func(context.Context, struct{}) (string, error) { panic("boom") })
-	_, err = toolMessages(t, []*Tool{panics}, []model.ToolCall{call("1", "panics", `{}`)})
+	_, err = toolMessages(t, []Tool{panics}, []model.ToolCall{call("1", "panics", `{}`)})
 	var pe *PanicError
 	if !errors.As(err, &pe) || pe.Value != "boom" || pe.CallID != "1" || !strings.Contains(string(pe.Stack), "toolnode_test.go") {
 		t.Fatalf("err = %v, want the *PanicError", err)
@@ -230,7 +230,7 @@ func TestToolNodeToolErrorFailsRun(t *testing.T) {
 // LangGraph: test_tool_node_error_handling with handle_tool_errors=True.
 func TestToolNodeToolErrorsToModel(t *testing.T) {
 	panics := MustTool("panics", "", func(context.Context, struct{}) (string, error) { panic("boom") })
-	msgs, err := toolMessages(t, []*Tool{tool1, tool2, tool3, panics}, []model.ToolCall{
+	msgs, err := toolMessages(t, []Tool{tool1, tool2, tool3, panics}, []model.ToolCall{
 		call("some id", "tool1", `{"some_val":0,"some_other_val":"foo"}`),
 		call("some other id", "tool2", `{"some_val":0,"some_other_val":"bar"}`),
 		call("another id", "tool3", `{"some_val":0}`),
@@ -271,7 +271,7 @@ func TestToolNodeErrorContent(t *testing.T) {
 		call("2", "tool1", `{"some_val":"zero"}`),
 		call("3", "tool9", `{}`),
 	}
-	msgs, err := toolMessages(t, []*Tool{tool1}, calls, WithToolErrorsToModel(), WithErrorContent(content), WithMaxParallel(1))
+	msgs, err := toolMessages(t, []Tool{tool1}, calls, WithToolErrorsToModel(), WithErrorContent(content), WithMaxParallel(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestToolNodeErrorContent(t *testing.T) {
 
 	// Without WithToolErrorsToModel the content applies to arguments only;
 	// the tool's error still fails the run.
-	_, err = toolMessages(t, []*Tool{tool1}, calls[:1], WithErrorContent(content))
+	_, err = toolMessages(t, []Tool{tool1}, calls[:1], WithErrorContent(content))
 	if !errors.Is(err, errTest) {
 		t.Fatalf("err = %v, want the tool's error", err)
 	}
@@ -310,7 +310,7 @@ func TestToolNodeInterruptPassesThrough(t *testing.T) {
 	}
 	for name, opts := range settings {
 		t.Run(name, func(t *testing.T) {
-			tn, err := NewToolNode(noteMessages, []*Tool{pauses}, opts...)
+			tn, err := NewToolNode(noteMessages, []Tool{pauses}, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -344,7 +344,7 @@ func TestToolNodeCancelled(t *testing.T) {
 		return "", ctx.Err()
 	})
 	go func() { <-started; cancel() }()
-	_, err := runTools(t, ctx, []*Tool{block}, []model.ToolCall{call("1", "block", `{}`)})
+	_, err := runTools(t, ctx, []Tool{block}, []model.ToolCall{call("1", "block", `{}`)})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -359,7 +359,7 @@ func TestToolNodeOutputWrites(t *testing.T) {
 			Writes:  []graph.Write[noteState]{notes.Add(a.Text + "@" + ToolCallID(ctx))},
 		}, nil
 	})
-	s, err := runTools(t, context.Background(), []*Tool{note}, []model.ToolCall{
+	s, err := runTools(t, context.Background(), []Tool{note}, []model.ToolCall{
 		call("a", "note", `{"text":"one"}`), call("b", "note", `{"text":"two"}`),
 	})
 	if err != nil {
@@ -373,7 +373,8 @@ func TestToolNodeOutputWrites(t *testing.T) {
 	}
 
 	// Called directly, an Output's content is the result.
-	got, err := note.Call(context.Background(), []byte(`{"text":"x"}`))
+	v, err := note.Call(context.Background(), []byte(`{"text":"x"}`))
+	got, _ := Content(v)
 	if err != nil || got != `{"saved":"x"}` {
 		t.Fatalf("direct call: %q, %v", got, err)
 	}
@@ -384,7 +385,7 @@ func TestNewToolNodeRejects(t *testing.T) {
 	wrongState := MustTool("w", "", func(context.Context, struct{}) (Output[MessagesState], error) {
 		return Output[MessagesState]{}, nil
 	})
-	for name, tools := range map[string][]*Tool{
+	for name, tools := range map[string][]Tool{
 		"nil":         {ok, nil},
 		"duplicate":   {ok, ok},
 		"wrong state": {wrongState},
@@ -393,7 +394,7 @@ func TestNewToolNodeRejects(t *testing.T) {
 			t.Errorf("%s: NewToolNode accepted %v", name, tools)
 		}
 	}
-	if _, err := NewToolNode(Messages, []*Tool{wrongState}); err != nil {
+	if _, err := NewToolNode(Messages, []Tool{wrongState}); err != nil {
 		t.Fatalf("Output[MessagesState] on MessagesState rejected: %v", err)
 	}
 }
@@ -445,7 +446,7 @@ func TestToolStateInTools(t *testing.T) {
 		}
 		return fmt.Sprint(len(s.Messages), " messages"), nil
 	})
-	s, err := runTools(t, context.Background(), []*Tool{count}, []model.ToolCall{call("1", "count", `{}`), call("2", "count", `{}`)})
+	s, err := runTools(t, context.Background(), []Tool{count}, []model.ToolCall{call("1", "count", `{}`), call("2", "count", `{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +472,7 @@ func TestToolNodeFailureCause(t *testing.T) {
 		<-started
 		return "", errDisk
 	})
-	_, err := runTools(t, context.Background(), []*Tool{slow, fails}, []model.ToolCall{call("1", "slow", `{}`), call("2", "fails", `{}`)})
+	_, err := runTools(t, context.Background(), []Tool{slow, fails}, []model.ToolCall{call("1", "slow", `{}`), call("2", "fails", `{}`)})
 	var te *ToolError
 	if !errors.As(err, &te) || te.CallID != "2" || !errors.Is(err, errDisk) {
 		t.Fatalf("err = %v, want the ToolError of call 2", err)
@@ -494,7 +495,7 @@ func TestToolNodeInterrupt(t *testing.T) {
 		mu.Unlock()
 		return fmt.Sprintf("%s: %v", a.Path, v), nil
 	})
-	tn, err := NewToolNode(noteMessages, []*Tool{approve}, WithMaxParallel(1))
+	tn, err := NewToolNode(noteMessages, []Tool{approve}, WithMaxParallel(1))
 	if err != nil {
 		t.Fatal(err)
 	}

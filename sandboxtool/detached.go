@@ -51,7 +51,7 @@ var ErrNoDetached = errors.New("sandboxtool: this sandbox backend cannot run pro
 // sandbox stops (its TTL bounds it); it needs a backend whose sandboxes implement sandbox.Starter, and the
 // registry and command_status of the same process, since detached commands are known to the process that
 // started them.
-func (r *Registry) StartPython() *prebuilt.Tool {
+func (r *Registry) StartPython() prebuilt.Tool {
 	return prebuilt.MustTool(StartToolName, startDescription, func(ctx context.Context, a StartPythonArgs) (string, error) {
 		return r.Start(ctx, a.Code)
 	})
@@ -65,7 +65,7 @@ func (r *Registry) StartPython() *prebuilt.Tool {
 // then a newline and the last OutputLimit characters of stdout followed by stderr so far. An id the thread's
 // sandbox does not know (a typo, another thread's command, one that ended with a stopped sandbox) is an
 // answer saying so, which the model can act on.
-func (r *Registry) CommandStatus() *prebuilt.Tool {
+func (r *Registry) CommandStatus() prebuilt.Tool {
 	return prebuilt.MustTool(StatusToolName, statusDescription, func(ctx context.Context, a CommandStatusArgs) (string, error) {
 		return r.Status(ctx, a.CommandID)
 	})

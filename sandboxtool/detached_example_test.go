@@ -30,19 +30,21 @@ func ExampleRegistry_StartPython() {
 
 	ctx := graph.ContextWithConfig(context.Background(), graph.Config{ThreadID: "1"})
 	args, _ := json.Marshal(map[string]string{"code": "print(sum(range(10_000_000)))"})
-	out, err := start.Call(ctx, args)
+	v, err := start.Call(ctx, args)
 	if err != nil {
 		panic(err)
 	}
+	out := v.(string) // run_python and its siblings answer with text
 	id := regexp.MustCompile(`started (\S+)`).FindStringSubmatch(out)[1]
 	ids := regexp.MustCompile(`sb_[a-z0-9]+|cmd_[a-z0-9]+`)
 	fmt.Println(ids.ReplaceAllString(strings.SplitN(out, "\n", 2)[0], "…"))
 	for {
 		args, _ := json.Marshal(map[string]string{"command_id": id})
-		out, err := status.Call(ctx, args)
+		v, err := status.Call(ctx, args)
 		if err != nil {
 			panic(err)
 		}
+		out := v.(string)
 		if !strings.Contains(out, " running") {
 			fmt.Println(ids.ReplaceAllString(out, "…"))
 			break

@@ -15,20 +15,20 @@ import (
 	"github.com/agentgraph/agentgraph/sandboxtool"
 )
 
-func callArgs(t *testing.T, tool *prebuilt.Tool, ctx context.Context, args map[string]string) string {
+func callArgs(t *testing.T, tool prebuilt.Tool, ctx context.Context, args map[string]string) string {
 	t.Helper()
 	raw, _ := json.Marshal(args)
 	out, err := tool.Call(ctx, raw)
 	if err != nil {
-		t.Fatalf("%s(%v): %v", tool.Name(), args, err)
+		t.Fatalf("%s(%v): %v", tool.Spec().Name, args, err)
 	}
-	return out
+	return out.(string)
 }
 
 var started = regexp.MustCompile(`^\[(sb_[a-z0-9]+)\] started (\S+)\n`)
 
 // statusUntil calls command_status until its answer satisfies done, failing after a minute.
-func statusUntil(t *testing.T, status *prebuilt.Tool, ctx context.Context, id string, done func(string) bool) string {
+func statusUntil(t *testing.T, status prebuilt.Tool, ctx context.Context, id string, done func(string) bool) string {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {

@@ -39,7 +39,7 @@ func Example() {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Println(anonymous(out))
+		fmt.Println(anonymous(out.(string)))
 	}
 
 	closed, err := reg.Close(context.Background())
@@ -76,7 +76,7 @@ func ExampleRegistry_RunPython() {
 	defer reg.Close(context.Background())
 
 	// scripted.CodeAct stands in for a model: it runs the user's text as code, then reports the answer.
-	agent, err := prebuilt.NewReactAgent(scripted.CodeAct(), []*prebuilt.Tool{reg.RunPython()},
+	agent, err := prebuilt.NewReactAgent(scripted.CodeAct(), []prebuilt.Tool{reg.RunPython()},
 		prebuilt.WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
 	if err != nil {
 		panic(err)

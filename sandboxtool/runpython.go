@@ -38,7 +38,7 @@ type RunPythonArgs struct {
 // whose sandbox cannot be had, returns an error, which a ToolNode hands back to the model as an error tool
 // message. Calls on one thread run one at a time, since they share main.py. A sandbox found stopped (its TTL passed) is resumed, and one deleted behind the Registry's back is
 // replaced, once per call.
-func (r *Registry) RunPython() *prebuilt.Tool {
+func (r *Registry) RunPython() prebuilt.Tool {
 	return prebuilt.MustTool(ToolName, toolDescription, func(ctx context.Context, a RunPythonArgs) (string, error) {
 		return r.Run(ctx, a.Code)
 	})

@@ -46,14 +46,14 @@ func onThread(id string) context.Context {
 	return graph.ContextWithConfig(context.Background(), graph.Config{ThreadID: id})
 }
 
-func call(t *testing.T, tool *prebuilt.Tool, ctx context.Context, code string) string {
+func call(t *testing.T, tool prebuilt.Tool, ctx context.Context, code string) string {
 	t.Helper()
 	args, _ := json.Marshal(map[string]string{"code": code})
 	out, err := tool.Call(ctx, args)
 	if err != nil {
 		t.Fatalf("run_python(%q): %v", code, err)
 	}
-	return out
+	return out.(string)
 }
 
 var header = regexp.MustCompile(`^\[(sb_[a-z0-9]+)\] (exit code -?\d+|timed out)(\n|$)`)
@@ -154,7 +154,7 @@ func TestNoThreadIsAnError(t *testing.T) {
 
 	// In a graph, the tool's error fails the run; with WithToolErrorsToModel the
 	// model gets it as a tool message and the run goes on.
-	g, err := prebuilt.NewReactAgent(scripted.CodeAct(), []*prebuilt.Tool{reg.RunPython()})
+	g, err := prebuilt.NewReactAgent(scripted.CodeAct(), []prebuilt.Tool{reg.RunPython()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestNoThreadIsAnError(t *testing.T) {
 	if _, err := g.Invoke(context.Background(), in); !errors.Is(err, graph.ErrNoThread) {
 		t.Fatalf("err = %v; want the run to fail with graph.ErrNoThread", err)
 	}
-	g, err = prebuilt.NewReactAgent(scripted.CodeAct(), []*prebuilt.Tool{reg.RunPython()}, prebuilt.WithToolErrorsToModel())
+	g, err = prebuilt.NewReactAgent(scripted.CodeAct(), []prebuilt.Tool{reg.RunPython()}, prebuilt.WithToolErrorsToModel())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,8 @@ func TestConcurrentCallsShareOneSandbox(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			args, _ := json.Marshal(map[string]string{"code": fmt.Sprintf("print('call', %d)", i)})
-			outs[i], _ = tool.Call(onThread("0"), args)
+			out, _ := tool.Call(onThread("0"), args)
+			outs[i], _ = out.(string)
 		}()
 	}
 	wg.Wait()
@@ -474,7 +475,7 @@ func TestInGraph(t *testing.T) {
 	b := openBackend(t, t.TempDir())
 	reg := sandboxtool.New(b)
 	closeAll(t, reg)
-	g, err := prebuilt.NewReactAgent(scripted.CodeAct(), []*prebuilt.Tool{reg.RunPython()}, prebuilt.WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
+	g, err := prebuilt.NewReactAgent(scripted.CodeAct(), []prebuilt.Tool{reg.RunPython()}, prebuilt.WithCompileOptions(graph.WithSaver(checkpoint.NewMemory())))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func serveAgentgraph(addr string) error {
 		})
 	saver := checkpoint.NewMemory()
 	// The guide's graph (internal/codeact builds the same one).
-	tools := []*prebuilt.Tool{runPython}
+	tools := []prebuilt.Tool{runPython}
 	agent, err := prebuilt.NewModelNode(scripted.CodeAct(), prebuilt.Messages, tools)
 	if err != nil {
 		return err

@@ -45,8 +45,8 @@ func ChatModel(name, provider string) (model.ChatModel, error) {
 
 // Build wires the guide's graph, START -> agent -> (tools -> agent)* -> END,
 // with the threads kept by saver.
-func Build(chat model.ChatModel, runPython *prebuilt.Tool, saver checkpoint.Saver, opts ...graph.CompileOption) (*graph.Graph[prebuilt.MessagesState], error) {
-	tools := []*prebuilt.Tool{runPython}
+func Build(chat model.ChatModel, runPython prebuilt.Tool, saver checkpoint.Saver, opts ...graph.CompileOption) (*graph.Graph[prebuilt.MessagesState], error) {
+	tools := []prebuilt.Tool{runPython}
 	agent, err := prebuilt.NewModelNode(chat, prebuilt.Messages, tools)
 	if err != nil {
 		return nil, err
