@@ -2,14 +2,15 @@
 // run_python tool, one sandbox per graph thread, four scenarios, then every sandbox cleaned up.
 //
 //	go run ./examples/codeact [-progress] [-keep] [-db threads.db] [-model scripted|<model name>] [-backend local|gvisor|sandboxer]
-//	                       [-provider openai|anthropic] [-sandbox-root dir]
+//	                       [-provider openai|anthropic] [-sandbox-root dir] [-trace]
 //
 // With -model set to a model name the agent calls an OpenAI-compatible endpoint (OPENAI_API_KEY,
 // OPENAI_BASE_URL), or with -provider anthropic Anthropic's Messages API (ANTHROPIC_API_KEY), instead of the
 // scripted stand-in; nothing else changes. With -backend gvisor every command runs under gVisor's runsc on this
 // machine (AGENTGRAPH_RUNSC names the binary, else runsc on PATH). With -backend sandboxer the sandboxes are
 // those of the Sandboxer API (SANDBOXER_API_KEY; SANDBOXER_API_URL for an agentgraph-sandboxd instead of the
-// hosted service).
+// hosted service). With -trace each run's OpenTelemetry spans (runs, steps, nodes, model and tool calls, sandbox
+// commands) print to stderr.
 package main
 
 import (
@@ -36,6 +37,9 @@ import (
 	"github.com/agentgraph/agentgraph/sandbox/local"
 	"github.com/agentgraph/agentgraph/sandbox/sandboxer"
 	"github.com/agentgraph/agentgraph/sandboxtool"
+	"github.com/agentgraph/agentgraph/telemetry"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // config is what the flags set.
@@ -47,6 +51,7 @@ type config struct {
 	Provider    string // "openai" or "anthropic": who serves a named model
 	DB          string // bbolt file for checkpoints; "" keeps them in memory
 	Progress    bool   // stream node progress to stderr
+	Trace       bool   // print each run's spans to stderr
 }
 
 func main() {
@@ -60,6 +65,7 @@ func main() {
 	flag.StringVar(&cfg.Provider, "provider", "openai", "who serves -model: openai (any OpenAI-compatible endpoint) or anthropic (with ANTHROPIC_API_KEY)")
 	flag.StringVar(&cfg.DB, "db", "", "bbolt file for the threads' checkpoints, so a second run continues them (default: in memory)")
 	flag.BoolVar(&cfg.Progress, "progress", false, "print each step of the graph to stderr as it runs")
+	flag.BoolVar(&cfg.Trace, "trace", false, "print each run's spans (OpenTelemetry) to stderr as a tree when it ends")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -85,6 +91,12 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 	if c, ok := backend.(io.Closer); ok {
 		defer c.Close()
 	}
+	tel, endTrace, err := tracing(cfg.Trace, stderr)
+	if err != nil {
+		return err
+	}
+	defer endTrace()
+	backend, ctx = tel.Backend(backend), tel.Context(ctx)
 	// The guide's tool takes SANDBOX_PREFIX and RUN_TIMEOUT from the environment; scenario 4 relies on it.
 	regOpts := []sandboxtool.Option{sandboxtool.WithSettingsFromEnv()}
 	if cfg.Keep {
@@ -104,6 +116,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 	if err != nil {
 		return err
 	}
+	chat = tel.Model(chat)
 	var saver checkpoint.Saver = checkpoint.NewMemory()
 	if cfg.DB != "" {
 		db, err := bolt.Open(cfg.DB)
@@ -113,7 +126,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 		defer db.Close()
 		saver = db
 	}
-	runPython := reg.RunPython()
+	runPython := tel.Tool(reg.RunPython())
 	agent, err := codeact.Build(chat, runPython, saver)
 	if err != nil {
 		return err
@@ -146,6 +159,18 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 	restore := setenv(sandboxtool.EnvTimeout, "5")
 	defer restore()
 	return a.ask(ctx, "2", "import time\nwhile True: time.sleep(1)")
+}
+
+// tracing returns what -trace asks for: a Telemetry printing each run's spans to w when the run ends, and
+// what flushes it. Without -trace the Telemetry reports nothing and its wrappers return what they are given.
+func tracing(on bool, w io.Writer) (*telemetry.Telemetry, func(), error) {
+	if !on {
+		tel, err := telemetry.New()
+		return tel, func() {}, err
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(telemetry.NewSpanPrinter(w)))
+	tel, err := telemetry.New(telemetry.WithTracerProvider(tp))
+	return tel, func() { _ = tp.Shutdown(context.Background()) }, err
 }
 
 // openBackend returns the sandbox backend the flags name.
