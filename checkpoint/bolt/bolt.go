@@ -13,8 +13,13 @@ import (
 )
 
 // Format is the version of the file layout this package writes. Open
-// refuses files of another version.
-const Format = "agentgraph.checkpoint/1"
+// refuses files of another version, except format 1 files, which it reads
+// and marks as format 2 (their records stay as they are; new records take
+// the smaller layout of format 2, which versions that write format 1 do not
+// read).
+const Format = "agentgraph.checkpoint/2"
+
+const format1 = "agentgraph.checkpoint/1"
 
 // Errors Open returns, wrapped with the file's path and what to do.
 var (
@@ -28,6 +33,16 @@ var (
 	// this one, holds open.
 	ErrLocked = errors.New("checkpoint/bolt: file is locked by another process or another open Saver")
 )
+
+// allocStep is how much room the file gets beyond what a commit needs when
+// it grows.
+const allocStep = 16 << 10
+
+// pageSize is the page size of new files. Checkpoints are appended one per
+// commit, and bbolt splits such a page leaving the last three records
+// behind: with 8 KiB pages of ~300-byte records that wastes about a tenth
+// of a page, with 4 KiB pages a fifth.
+const pageSize = 8 << 10
 
 var (
 	metaBucket    = []byte("agentgraph")
@@ -61,7 +76,10 @@ func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout =
 // (and, unless WithoutSync, fsynced); concurrent calls share one commit.
 //
 // Layout: a bucket per thread holds a bucket per namespace, which holds the
-// checkpoints under 'c'+id and their pending writes under 'w'+id+task+key.
+// checkpoints under 'c'+id and their pending writes under 'w'+id+task+key,
+// the table of the namespace's run ids under 'r' and 's', and the id of its
+// latest full checkpoint under 'f' (see the record layouts in saver.go: a
+// full checkpoint stores only what its values add to the previous one's).
 // The latest checkpoint and List's pages are found by cursor seeks, never
 // by reading the whole thread, and deleting a thread drops its bucket.
 type Saver struct {
@@ -107,6 +125,7 @@ func Open(path string, opts ...Option) (*Saver, error) {
 		Timeout:        o.timeout,
 		NoFreelistSync: true,
 		FreelistType:   bbolt.FreelistMapType,
+		PageSize:       pageSize,
 	})
 	switch {
 	case err == nil:
@@ -119,7 +138,12 @@ func Open(path string, opts ...Option) (*Saver, error) {
 	default:
 		return nil, fmt.Errorf("open checkpoint file %s: %w", path, err)
 	}
-	db.NoSync = o.noSync
+	db.NoSync, db.NoGrowSync = o.noSync, o.noSync
+	// bbolt grows a file smaller than AllocSize to its next power-of-two
+	// map size, up to twice what it holds; grow in small steps instead.
+	// A step is a truncate and (unless WithoutSync) an fsync, in a commit
+	// that fsyncs anyway.
+	db.AllocSize = allocStep
 	if err := db.Update(initFile); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -130,7 +154,14 @@ func Open(path string, opts ...Option) (*Saver, error) {
 // initFile checks the format of an existing file or lays out a new one.
 func initFile(tx *bbolt.Tx) error {
 	if meta := tx.Bucket(metaBucket); meta != nil {
-		if got := string(meta.Get(formatKey)); got != Format {
+		got := string(meta.Get(formatKey))
+		if got == format1 {
+			if err := meta.Put(formatKey, []byte(Format)); err != nil {
+				return err
+			}
+			got = Format
+		}
+		if got != Format {
 			return fmt.Errorf("%w: file format %q, this version reads %q: open it with the version that wrote it", ErrIncompatible, got, Format)
 		}
 		if tx.Bucket(threadsBucket) == nil {

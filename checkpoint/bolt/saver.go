@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
+	"strings"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -56,18 +59,316 @@ func nsBucket(tx *bbolt.Tx, threadID, ns string) *bbolt.Bucket {
 	return tb.Bucket(nsKey(ns))
 }
 
-// A checkpoint's value is uvarint(len(md)) + md + cp: the binary forms of
-// its Metadata and Checkpoint, metadata first so List filters without
+// A checkpoint's value is a record in one of two layouts.
+//
+// Layout 1 (files of format 1): uvarint(len(md)) + md + cp, the binary forms
+// of its Metadata and Checkpoint, metadata first so List filters without
 // decoding the rest.
-func encodeRecord(cp *checkpoint.Checkpoint, md *checkpoint.Metadata) []byte {
-	mdb, _ := md.AppendBinary(make([]byte, 0, 256))
-	rec := binary.AppendUvarint(make([]byte, 0, len(mdb)+256), uint64(len(mdb)))
+//
+// Layout 2 leaves out what the key or the parent already holds: 0x00, 2 (a
+// layout 1 record never starts with 0: its metadata is never empty), a
+// flags byte, with flagRunSeq the run id's number in the namespace's table
+// of run ids (all the checkpoints of a run share one id; the metadata then
+// holds none), uvarint(len(md)) + md, the parent id (see flagIDTimes; else
+// the length of the prefix it shares with the checkpoint's id and the
+// rest), the value
+// references, then the Checkpoint's binary form without its id and parent,
+// and with task ids that start with the checkpoint's id stored without it
+// (flagTaskIDs). A value reference says that a value of this checkpoint
+// starts with the first n bytes of the same key's value in an earlier full
+// checkpoint of the namespace; the record stores only the rest. A thread's
+// full checkpoints mostly repeat the previous one's values (a message list
+// that grew), so with references each full checkpoint stores about what
+// changed since the previous one. Values are resolved when read; putting a
+// checkpoint again under a referenced id first writes the referring values
+// out in full.
+const (
+	layout2     = 2
+	flagTaskIDs = 1 << 0
+	flagRunSeq  = 1 << 1
+	// flagIDTimes: the checkpoint's id and its parent's are both of
+	// checkpoint.NewID's form; the parent is stored as the difference of
+	// their times and its random part, and TS as its difference from the
+	// id's time.
+	flagIDTimes = 1 << 2
+	// refMin is the shortest shared prefix worth a reference.
+	refMin = 1 << 10
+	// maxRefDepth bounds a chain of references (each full checkpoint refers
+	// to the previous one, so chains grow with the log of a thread's size).
+	maxRefDepth = 64
+)
+
+// Keys of a namespace's table of run ids: 'r' + run id → uvarint(number),
+// 's' + uvarint(number) → run id. Numbers come from the bucket's sequence.
+const (
+	runNumPrefix = 'r'
+	runIDPrefix  = 's'
+)
+
+// runNumber returns the number of run id in b's table, adding it if new.
+func runNumber(b *bbolt.Bucket, runID string) (uint64, error) {
+	k := append([]byte{runNumPrefix}, runID...)
+	if v := b.Get(k); v != nil {
+		n, m := binary.Uvarint(v)
+		if m <= 0 {
+			return 0, checkpoint.ErrCorrupt
+		}
+		return n, nil
+	}
+	n, err := b.NextSequence()
+	if err != nil {
+		return 0, err
+	}
+	if err := b.Put(k, binary.AppendUvarint(nil, n)); err != nil {
+		return 0, err
+	}
+	return n, b.Put(binary.AppendUvarint([]byte{runIDPrefix}, n), []byte(runID))
+}
+
+// runID returns the run id numbered n in b's table.
+func runID(b *bbolt.Bucket, n uint64) (string, error) {
+	v := b.Get(binary.AppendUvarint([]byte{runIDPrefix}, n))
+	if v == nil {
+		return "", fmt.Errorf("%w: no run id numbered %d", checkpoint.ErrCorrupt, n)
+	}
+	return string(v), nil
+}
+
+// lastFullKey holds the id of the namespace's latest full checkpoint, the
+// one the next full checkpoint's values refer to.
+var lastFullKey = []byte{'f'}
+
+// valueRef is a value stored as a prefix of another checkpoint's value
+// followed by the record's own bytes.
+type valueRef struct {
+	key string
+	id  string // the checkpoint whose value of key is the prefix
+	n   int    // the prefix's length
+}
+
+// record is a stored value split into its parts.
+type record struct {
+	md, cp []byte
+	layout byte
+	flags  byte
+	runNum uint64 // with flagRunSeq
+	ts     int64  // with flagIDTimes: TS in Unix nanoseconds
+	parent string
+	refs   []valueRef
+}
+
+func parseRecord(id string, v []byte) (record, error) {
+	if len(v) == 0 || v[0] != 0 {
+		md, cp, err := splitRecord(v)
+		return record{md: md, cp: cp, layout: 1}, err
+	}
+	r := record{layout: layout2}
+	if len(v) < 3 || v[1] != layout2 {
+		return r, checkpoint.ErrCorrupt
+	}
+	r.flags = v[2]
+	v = v[3:]
+	if r.flags&flagRunSeq != 0 {
+		n, k := binary.Uvarint(v)
+		if k <= 0 {
+			return r, checkpoint.ErrCorrupt
+		}
+		r.runNum, v = n, v[k:]
+	}
+	var ok bool
+	if r.md, v, ok = lenPrefixed(v); !ok {
+		return r, checkpoint.ErrCorrupt
+	}
+	if r.flags&flagIDTimes != 0 {
+		t, _, idOK := parseID(id)
+		back, k := binary.Uvarint(v)
+		if !idOK || k <= 0 || len(v) < k+6 {
+			return r, checkpoint.ErrCorrupt
+		}
+		rnd := uint64(0)
+		for _, c := range v[k : k+6] {
+			rnd = rnd<<8 | uint64(c)
+		}
+		r.parent = formatID(t-back, rnd)
+		v = v[k+6:]
+		if r.ts, k = binary.Varint(v); k <= 0 {
+			return r, checkpoint.ErrCorrupt
+		}
+		r.ts += int64(t)
+		v = v[k:]
+	} else {
+		shared, k := binary.Uvarint(v)
+		if k <= 0 || shared > uint64(len(id)) {
+			return r, checkpoint.ErrCorrupt
+		}
+		var rest []byte
+		if rest, v, ok = lenPrefixed(v[k:]); !ok {
+			return r, checkpoint.ErrCorrupt
+		}
+		if shared > 0 || len(rest) > 0 {
+			r.parent = id[:shared] + string(rest)
+		}
+	}
+	n, k := binary.Uvarint(v)
+	if k <= 0 || n > uint64(len(v)) {
+		return r, checkpoint.ErrCorrupt
+	}
+	v = v[k:]
+	for range n {
+		var key, rid []byte
+		if key, v, ok = lenPrefixed(v); !ok {
+			return r, checkpoint.ErrCorrupt
+		}
+		if rid, v, ok = lenPrefixed(v); !ok {
+			return r, checkpoint.ErrCorrupt
+		}
+		plen, k := binary.Uvarint(v)
+		if k <= 0 {
+			return r, checkpoint.ErrCorrupt
+		}
+		v = v[k:]
+		r.refs = append(r.refs, valueRef{key: string(key), id: string(rid), n: int(plen)})
+	}
+	r.cp = v
+	return r, nil
+}
+
+// lenPrefixed splits uvarint(n) + n bytes off the front of v.
+func lenPrefixed(v []byte) (b, rest []byte, ok bool) {
+	n, k := binary.Uvarint(v)
+	if k <= 0 || n > uint64(len(v)-k) {
+		return nil, nil, false
+	}
+	return v[k : k+int(n)], v[k+int(n):], true
+}
+
+// encodeRecord returns the layout 2 record of cp (whose ID is set), with
+// values referring to those of the checkpoint prev when given, and the run id
+// stored as runNum when that is not 0.
+func encodeRecord(cp *checkpoint.Checkpoint, md *checkpoint.Metadata, prev *checkpoint.Checkpoint, runNum uint64) []byte {
+	c := *cp
+	c.ID, c.ParentID = "", ""
+	var flags byte
+	m := *md
+	if runNum != 0 {
+		flags |= flagRunSeq
+		m.RunID = ""
+	}
+	if len(c.Tasks) > 0 && !slices.ContainsFunc(c.Tasks, func(t checkpoint.Task) bool { return !strings.HasPrefix(t.ID, cp.ID) }) {
+		flags |= flagTaskIDs
+		c.Tasks = slices.Clone(c.Tasks)
+		for i := range c.Tasks {
+			c.Tasks[i].ID = c.Tasks[i].ID[len(cp.ID):]
+		}
+	}
+	var refs []valueRef
+	if prev != nil {
+		for key, v := range cp.Values {
+			if n := sharedPrefix(v, prev.Values[key]); n >= refMin {
+				if refs == nil {
+					c.Values = maps.Clone(cp.Values)
+				}
+				refs = append(refs, valueRef{key: key, id: prev.ID, n: n})
+				c.Values[key] = v[n:]
+			}
+		}
+	}
+	t, _, idOK := parseID(cp.ID)
+	pt, prnd, parentOK := parseID(cp.ParentID)
+	if idOK && parentOK && pt <= t && time.Unix(0, cp.TS.UnixNano()).Equal(cp.TS) {
+		flags |= flagIDTimes
+		c.TS = time.Unix(0, 0).UTC()
+	}
+	mdb, _ := m.AppendBinary(make([]byte, 0, 256))
+	rec := make([]byte, 0, 3+len(mdb)+len(cp.ParentID)+64*len(refs)+256)
+	rec = append(rec, 0, layout2, flags)
+	if runNum != 0 {
+		rec = binary.AppendUvarint(rec, runNum)
+	}
+	rec = binary.AppendUvarint(rec, uint64(len(mdb)))
 	rec = append(rec, mdb...)
-	rec, _ = cp.AppendBinary(rec)
+	if flags&flagIDTimes != 0 {
+		rec = binary.AppendUvarint(rec, t-pt)
+		rec = append(rec, byte(prnd>>40), byte(prnd>>32), byte(prnd>>24), byte(prnd>>16), byte(prnd>>8), byte(prnd))
+		rec = binary.AppendVarint(rec, cp.TS.UnixNano()-int64(t))
+	} else {
+		shared := sharedPrefix([]byte(cp.ParentID), []byte(cp.ID))
+		rec = binary.AppendUvarint(rec, uint64(shared))
+		rec = binary.AppendUvarint(rec, uint64(len(cp.ParentID)-shared))
+		rec = append(rec, cp.ParentID[shared:]...)
+	}
+	rec = binary.AppendUvarint(rec, uint64(len(refs)))
+	for _, r := range refs {
+		rec = binary.AppendUvarint(rec, uint64(len(r.key)))
+		rec = append(rec, r.key...)
+		rec = binary.AppendUvarint(rec, uint64(len(r.id)))
+		rec = append(rec, r.id...)
+		rec = binary.AppendUvarint(rec, uint64(r.n))
+	}
+	rec, _ = c.AppendBinary(rec)
 	return rec
 }
 
-// splitRecord returns the metadata and checkpoint parts of a value.
+// parseID returns the time and random parts of an id of the form
+// checkpoint.NewID makes, and whether id has that form exactly.
+func parseID(id string) (t, r uint64, ok bool) {
+	if len(id) != checkpoint.IDLen || id[16] != '-' {
+		return 0, 0, false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		var d uint64
+		switch {
+		case i == 16:
+			continue
+		case '0' <= c && c <= '9':
+			d = uint64(c - '0')
+		case 'a' <= c && c <= 'f':
+			d = uint64(c-'a') + 10
+		default:
+			return 0, 0, false
+		}
+		if i < 16 {
+			t = t<<4 | d
+		} else {
+			r = r<<4 | d
+		}
+	}
+	return t, r, true
+}
+
+// formatID is the inverse of parseID.
+func formatID(t, r uint64) string {
+	const hex = "0123456789abcdef"
+	var b [checkpoint.IDLen]byte
+	for i := 15; i >= 0; i-- {
+		b[i] = hex[t&0xf]
+		t >>= 4
+	}
+	b[16] = '-'
+	for i := checkpoint.IDLen - 1; i > 16; i-- {
+		b[i] = hex[r&0xf]
+		r >>= 4
+	}
+	return string(b[:])
+}
+
+// sharedPrefix is the length of the longest common prefix of a and b.
+func sharedPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		if binary.LittleEndian.Uint64(a[i:]) != binary.LittleEndian.Uint64(b[i:]) {
+			break
+		}
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// splitRecord returns the metadata and checkpoint parts of a layout 1 value.
 func splitRecord(v []byte) (md, cp []byte, err error) {
 	n, k := binary.Uvarint(v)
 	if k <= 0 || n > uint64(len(v)-k) {
@@ -76,35 +377,90 @@ func splitRecord(v []byte) (md, cp []byte, err error) {
 	return v[k : k+int(n)], v[k+int(n):], nil
 }
 
-func decodeMetadata(v []byte) (checkpoint.Metadata, error) {
+// decodeMetadata decodes the metadata of record r, in bucket b.
+func decodeMetadata(b *bbolt.Bucket, r record) (checkpoint.Metadata, error) {
 	var md checkpoint.Metadata
-	mdb, _, err := splitRecord(v)
-	if err == nil {
-		err = md.UnmarshalBinary(mdb)
+	if err := md.UnmarshalBinary(r.md); err != nil {
+		return md, err
 	}
-	return md, err
+	if r.flags&flagRunSeq != 0 {
+		id, err := runID(b, r.runNum)
+		if err != nil {
+			return md, err
+		}
+		md.RunID = id
+	}
+	return md, nil
+}
+
+// decodeCheckpoint decodes the checkpoint with id id from its record r,
+// resolving its value references in bucket b; depth counts the references
+// followed to get here.
+func decodeCheckpoint(b *bbolt.Bucket, id string, r record, depth int) (*checkpoint.Checkpoint, error) {
+	cp := new(checkpoint.Checkpoint)
+	if err := cp.UnmarshalBinary(r.cp); err != nil {
+		return nil, err
+	}
+	if r.layout == 1 {
+		if cp.ID != id {
+			return nil, fmt.Errorf("%w: record of %q holds checkpoint %q", checkpoint.ErrCorrupt, id, cp.ID)
+		}
+		return cp, nil
+	}
+	cp.ID, cp.ParentID = id, r.parent
+	if r.flags&flagIDTimes != 0 {
+		cp.TS = time.Unix(0, r.ts).UTC()
+	}
+	if r.flags&flagTaskIDs != 0 {
+		for i := range cp.Tasks {
+			cp.Tasks[i].ID = id + cp.Tasks[i].ID
+		}
+	}
+	for _, ref := range r.refs {
+		rest, ok := cp.Values[ref.key]
+		if !ok || depth >= maxRefDepth || ref.id == id {
+			return nil, fmt.Errorf("%w: bad reference to checkpoint %q", checkpoint.ErrCorrupt, ref.id)
+		}
+		from, err := readCheckpoint(b, ref.id, depth+1)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %q that %q refers to: %w", ref.id, id, err)
+		}
+		prefix := from.Values[ref.key]
+		if len(prefix) < ref.n {
+			return nil, fmt.Errorf("%w: checkpoint %q has no %d bytes of %q to refer to", checkpoint.ErrCorrupt, ref.id, ref.n, ref.key)
+		}
+		cp.Values[ref.key] = append(prefix[:ref.n:ref.n], rest...)
+	}
+	return cp, nil
+}
+
+// readCheckpoint reads and decodes the checkpoint with id id in bucket b.
+func readCheckpoint(b *bbolt.Bucket, id string, depth int) (*checkpoint.Checkpoint, error) {
+	v := b.Get(cpKey(id))
+	if v == nil {
+		return nil, fmt.Errorf("%w: missing", checkpoint.ErrCorrupt)
+	}
+	r, err := parseRecord(id, v)
+	if err != nil {
+		return nil, err
+	}
+	return decodeCheckpoint(b, id, r, depth)
 }
 
 // readTuple decodes the checkpoint with key k and value v, and its writes,
 // inside the transaction; the result owns all its memory.
 func readTuple(b *bbolt.Bucket, threadID, ns string, k, v []byte) (*checkpoint.Tuple, error) {
 	id := string(k[1:])
-	mdb, cpb, err := splitRecord(v)
+	r, err := parseRecord(id, v)
 	if err != nil {
 		return nil, err
 	}
-	tp := &checkpoint.Tuple{
-		Config:     checkpoint.Config{ThreadID: threadID, Namespace: ns, CheckpointID: id},
-		Checkpoint: new(checkpoint.Checkpoint),
-	}
-	if err := tp.Metadata.UnmarshalBinary(mdb); err != nil {
+	tp := &checkpoint.Tuple{Config: checkpoint.Config{ThreadID: threadID, Namespace: ns, CheckpointID: id}}
+	if tp.Metadata, err = decodeMetadata(b, r); err != nil {
 		return nil, err
 	}
-	if err := tp.Checkpoint.UnmarshalBinary(cpb); err != nil {
+	if tp.Checkpoint, err = decodeCheckpoint(b, id, r, 0); err != nil {
 		return nil, err
-	}
-	if tp.Checkpoint.ID != id {
-		return nil, fmt.Errorf("%w: record of %q holds checkpoint %q", checkpoint.ErrCorrupt, id, tp.Checkpoint.ID)
 	}
 	if p := tp.Checkpoint.ParentID; p != "" {
 		tp.ParentConfig = &checkpoint.Config{ThreadID: threadID, Namespace: ns, CheckpointID: p}
@@ -120,6 +476,56 @@ func readTuple(b *bbolt.Bucket, threadID, ns string, k, v []byte) (*checkpoint.T
 	}
 	slices.SortFunc(tp.PendingWrites, checkpoint.CompareWrites)
 	return tp, nil
+}
+
+// lastFull returns the namespace's latest full checkpoint for the values of
+// a new full checkpoint to refer to, or nil.
+func lastFull(b *bbolt.Bucket) *checkpoint.Checkpoint {
+	id := b.Get(lastFullKey)
+	if id == nil {
+		return nil
+	}
+	cp, err := readCheckpoint(b, string(id), 0)
+	if err != nil || !cp.Full {
+		return nil
+	}
+	return cp
+}
+
+// unref writes out in full the values of every record that refers to the
+// checkpoint id, before that checkpoint is put again.
+func unref(b *bbolt.Bucket, id string) error {
+	type rewrite struct{ k, v []byte }
+	var out []rewrite
+	c := b.Cursor()
+	for k, v := c.Seek([]byte{cpPrefix}); k != nil && k[0] == cpPrefix; k, v = c.Next() {
+		rid := string(k[1:])
+		r, err := parseRecord(rid, v)
+		if err != nil || !slices.ContainsFunc(r.refs, func(ref valueRef) bool { return ref.id == id }) {
+			continue
+		}
+		cp, err := decodeCheckpoint(b, rid, r, 0)
+		if err != nil {
+			return err
+		}
+		md, err := decodeMetadata(b, r)
+		if err != nil {
+			return err
+		}
+		num := r.runNum
+		if r.flags&flagRunSeq == 0 && md.RunID != "" {
+			if num, err = runNumber(b, md.RunID); err != nil {
+				return err
+			}
+		}
+		out = append(out, rewrite{slices.Clone(k), encodeRecord(cp, &md, nil, num)})
+	}
+	for _, w := range out {
+		if err := b.Put(w.k, w.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Get implements checkpoint.Saver.
@@ -205,7 +611,6 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 	}
 	c := *cp // a shallow copy, to encode with the resolved ids
 	c.ID, c.ParentID = id, parent
-	rec := encodeRecord(&c, &md)
 	key := cpKey(id)
 	err := s.update(func(tx *bbolt.Tx) error {
 		tb, err := tx.Bucket(threadsBucket).CreateBucketIfNotExists([]byte(cfg.ThreadID))
@@ -217,9 +622,29 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 			return err
 		}
 		// Checkpoint ids grow with time, so records arrive in key order:
-		// split pages nearly full instead of in half.
-		b.FillPercent = 0.95
-		return b.Put(key, rec)
+		// fill pages before splitting them instead of splitting in half.
+		b.FillPercent = 1
+		if b.Get(key) != nil {
+			if err := unref(b, id); err != nil {
+				return err
+			}
+		}
+		var num uint64
+		if md.RunID != "" {
+			if num, err = runNumber(b, md.RunID); err != nil {
+				return err
+			}
+		}
+		var prev *checkpoint.Checkpoint
+		if c.Full {
+			if prev = lastFull(b); prev != nil && prev.ID == id {
+				prev = nil // being replaced: nothing to refer to
+			}
+			if err := b.Put(lastFullKey, []byte(id)); err != nil {
+				return err
+			}
+		}
+		return b.Put(key, encodeRecord(&c, &md, prev, num))
 	})
 	if err != nil {
 		return checkpoint.Config{}, s.wrap("Put", err)
@@ -334,7 +759,11 @@ func (s *Saver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint
 					}
 					limit = slices.Clone(k)
 					if len(opts.Filter) > 0 {
-						md, err := decodeMetadata(v)
+						r, err := parseRecord(string(k[1:]), v)
+						if err != nil {
+							return s.corrupt(cfg.ThreadID, cfg.Namespace, string(k[1:]), err)
+						}
+						md, err := decodeMetadata(b, r)
 						if err != nil {
 							return s.corrupt(cfg.ThreadID, cfg.Namespace, string(k[1:]), err)
 						}

@@ -1,0 +1,183 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/agentgraph/agentgraph/checkpoint"
+)
+
+func openTemp(t *testing.T) *Saver {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "cp.db"), WithoutSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// list is a JSON array of n strings of 100 bytes, as a growing message list
+// is stored.
+func list(n int) []byte {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"` + strings.Repeat(string(rune('a'+i%26)), 98) + `"`)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+func put(t *testing.T, s *Saver, cp *checkpoint.Checkpoint, run string) {
+	t.Helper()
+	if _, err := s.Put(context.Background(), checkpoint.Config{ThreadID: "t"}, cp, checkpoint.Metadata{Source: checkpoint.SourceLoop, RunID: run}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(t *testing.T, s *Saver, id string) *checkpoint.Tuple {
+	t.Helper()
+	tp, err := s.Get(context.Background(), checkpoint.Config{ThreadID: "t", CheckpointID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
+
+func rawSize(t *testing.T, s *Saver, id string) int {
+	t.Helper()
+	n := 0
+	if err := s.db.View(func(tx *bbolt.Tx) error {
+		n = len(nsBucket(tx, "t", "").Get(cpKey(id)))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A full checkpoint's values that begin with the previous full checkpoint's
+// are stored as a reference and the rest; reading gives them back whole,
+// and putting the referred checkpoint again does not change them.
+func TestFullCheckpointsReferToThePreviousFull(t *testing.T) {
+	s := openTemp(t)
+	ts := time.Now().UTC()
+	a := &checkpoint.Checkpoint{V: checkpoint.Version, ID: checkpoint.NewID(), TS: ts, Full: true,
+		Values: map[string][]byte{"log": list(50), "n": []byte("1")}, Versions: map[string]uint64{"log": 1, "n": 1}}
+	put(t, s, a, "run-1")
+	b := &checkpoint.Checkpoint{V: checkpoint.Version, ID: checkpoint.NewID(), ParentID: a.ID, TS: ts,
+		Deltas: map[string][][]byte{"log": {list(1)}}, Versions: map[string]uint64{"log": 2},
+		Tasks: []checkpoint.Task{{ID: "", Node: "x"}}}
+	put(t, s, b, "run-1")
+	c := &checkpoint.Checkpoint{V: checkpoint.Version, ID: checkpoint.NewID(), ParentID: b.ID, TS: ts.Add(time.Second), Full: true,
+		Values:   map[string][]byte{"log": append(list(50)[:len(list(50))-1:len(list(50))-1], []byte(`,"tail"]`)...), "n": []byte("2")},
+		Versions: map[string]uint64{"log": 3, "n": 3}}
+	c.Tasks = []checkpoint.Task{{ID: c.ID + "/0", Node: "agent"}, {ID: c.ID + "/1", Node: "tools", Input: []byte(`{}`)}}
+	put(t, s, c, "run-2")
+
+	for _, want := range []*checkpoint.Checkpoint{a, b, c} {
+		got := get(t, s, want.ID).Checkpoint
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("checkpoint %s:\n got %+v\nwant %+v", want.ID, got, want)
+		}
+	}
+	if n := rawSize(t, s, c.ID); n > 400 {
+		t.Errorf("the second full checkpoint takes %d bytes; its values repeat the first's and should take a reference", n)
+	}
+	if md := get(t, s, c.ID).Metadata; md.RunID != "run-2" {
+		t.Errorf("run id %q, want run-2", md.RunID)
+	}
+
+	// Put a again with other values: c must keep its own.
+	a2 := *a
+	a2.Values = map[string][]byte{"log": []byte(`[]`), "n": []byte("0")}
+	put(t, s, &a2, "run-3")
+	if got := get(t, s, c.ID).Checkpoint; !reflect.DeepEqual(got, c) {
+		t.Errorf("after its reference was put again, checkpoint c is %+v", got)
+	}
+	if got := get(t, s, a.ID).Checkpoint; !reflect.DeepEqual(got, &a2) {
+		t.Errorf("checkpoint a put again reads %+v", got)
+	}
+}
+
+// Ids not made by checkpoint.NewID are stored as they are.
+func TestOtherIDs(t *testing.T) {
+	s := openTemp(t)
+	ts := time.Date(2001, 2, 3, 4, 5, 6, 7, time.UTC)
+	first := &checkpoint.Checkpoint{V: checkpoint.Version, ID: "step-1", TS: ts, Full: true, Values: map[string][]byte{"k": []byte(`"v"`)}}
+	second := &checkpoint.Checkpoint{V: checkpoint.Version, ID: "step-2", ParentID: "step-1", TS: ts,
+		Tasks: []checkpoint.Task{{ID: "step-2/0", Node: "a"}, {ID: "other", Node: "b"}}}
+	put(t, s, first, "")
+	put(t, s, second, "")
+	for _, want := range []*checkpoint.Checkpoint{first, second} {
+		if got := get(t, s, want.ID).Checkpoint; !reflect.DeepEqual(got, want) {
+			t.Errorf("got %+v\nwant %+v", got, want)
+		}
+	}
+}
+
+// A file of format 1 opens, its records read as before, and new records
+// are written in layout 2 beside them.
+func TestFormat1FilesStillOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	old := &checkpoint.Checkpoint{V: checkpoint.Version, ID: checkpoint.NewID(), TS: time.Now().UTC(), Full: true,
+		Values: map[string][]byte{"k": []byte(`"v"`)}, Tasks: []checkpoint.Task{{ID: "t/0", Node: "a"}}}
+	md := checkpoint.Metadata{Source: checkpoint.SourceInput, RunID: "r"}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		meta, _ := tx.CreateBucket(metaBucket)
+		if err := meta.Put(formatKey, []byte(format1)); err != nil {
+			return err
+		}
+		threads, _ := tx.CreateBucket(threadsBucket)
+		tb, _ := threads.CreateBucket([]byte("t"))
+		nb, err := tb.CreateBucket(nsKey(""))
+		if err != nil {
+			return err
+		}
+		mdb, _ := md.MarshalBinary()
+		rec := binary.AppendUvarint(nil, uint64(len(mdb)))
+		rec = append(rec, mdb...)
+		rec, _ = old.AppendBinary(rec)
+		return nb.Put(cpKey(old.ID), rec)
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tp := get(t, s, old.ID)
+	if !reflect.DeepEqual(tp.Checkpoint, old) || tp.Metadata.RunID != "r" {
+		t.Fatalf("format 1 record reads %+v %+v", tp.Checkpoint, tp.Metadata)
+	}
+	next := &checkpoint.Checkpoint{V: checkpoint.Version, ID: checkpoint.NewID(), ParentID: old.ID, TS: time.Now().UTC(), Full: true,
+		Values: map[string][]byte{"k": []byte(`"w"`)}}
+	put(t, s, next, "r")
+	if got := get(t, s, next.ID).Checkpoint; !reflect.DeepEqual(got, next) {
+		t.Fatalf("got %+v", got)
+	}
+	var format string
+	_ = s.db.View(func(tx *bbolt.Tx) error { format = string(tx.Bucket(metaBucket).Get(formatKey)); return nil })
+	if format != Format {
+		t.Errorf("file format %q after opening, want %q", format, Format)
+	}
+}
