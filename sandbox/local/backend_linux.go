@@ -65,7 +65,7 @@ func New(opts ...Option) (*Backend, error) {
 		return nil, fmt.Errorf("sandbox root %q: %w", cfg.root, err)
 	}
 	cfg.root = root
-	// 0711: the helper, running as the sandbox's host uid, must traverse to nothing here (it gets
+	// 0711: a command's process, running as the sandbox's host uid, must traverse to nothing here (it gets
 	// descriptors), but others must not list sandbox ids.
 	if err := os.MkdirAll(root, 0o711); err != nil {
 		return nil, fmt.Errorf("create sandbox root %s: %w (choose another with local.WithRoot)", root, err)

@@ -2,6 +2,6 @@
 // user, mount, pid, network, ipc and uts namespaces on a read-only root built from an allow-list, with
 // seccomp, landlock, resource limits and an environment built from nothing.
 //
-// The isolation helper is this very program re-executed, so main (and TestMain) must call Init first thing;
+// Commands are forked by a zygote, this very program re-executed, so main (and TestMain) must call Init first thing;
 // a sandbox's state lives on disk under a root directory, so another process can Get, Stop or Delete it.
 package local

@@ -69,7 +69,7 @@ func pathError(op, abs string, err error) error {
 }
 
 // checkDir makes sure a working directory exists and is a directory the host can reach without following a
-// symlink, so that a bad Cwd is the caller's error rather than a failure deep in the helper.
+// symlink, so that a bad Cwd is the caller's error rather than a failure deep in the sandbox setup.
 func (s *sbx) checkDir(abs string) error {
 	_, base, rel, err := s.locate(abs)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 
 // Errors of this backend, beyond the sandbox sentinels.
 var (
-	// ErrInitMissing means the program never called Init, so the isolation helper cannot start.
+	// ErrInitMissing means the program never called Init, so the sandbox zygote cannot start.
 	ErrInitMissing = fmt.Errorf("%w: local.Init was not called: call local.Init() as the first statement of "+
 		"main (and of TestMain in tests)", sandbox.ErrUnsupported)
 )

@@ -161,7 +161,7 @@ func (s *sbx) lock(how int) (func(), error) {
 	return unlock, nil
 }
 
-// A run record <runDir>/<pid>-<starttime> names the helper (pid 1 of a command's namespaces), so any process
+// A run record <runDir>/<pid>-<starttime> names the command's first process (pid 1 of a command's namespaces), so any process
 // can kill the command; the start time guards against a reused pid.
 func runRecord(pid int) (string, error) {
 	st, err := procStartTime(pid)
@@ -190,7 +190,7 @@ func procStartTime(pid int) (uint64, error) {
 	return strconv.ParseUint(f[19], 10, 64)
 }
 
-// liveRuns returns the pids of recorded helpers that still run, and removes stale records.
+// liveRuns returns the pids of recorded commands that still run, and removes stale records.
 func (s *sbx) liveRuns() []int {
 	entries, _ := os.ReadDir(s.runDir())
 	var pids []int
@@ -211,7 +211,7 @@ func (s *sbx) liveRuns() []int {
 	return pids
 }
 
-// killAll kills every recorded helper; the kernel then kills everything in its pid namespace. It waits
+// killAll kills every recorded command; the kernel then kills everything in its pid namespace. It waits
 // until they are gone, then removes the sandbox's cgroups. The caller holds the exclusive lock.
 func (s *sbx) killAll(ctx context.Context) error {
 	s.b.killDetached(s.id)

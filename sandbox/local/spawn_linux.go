@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// proc is one command's isolation helper, from start to exit.
+// proc is one command's sandboxed process, from start to exit.
 type proc struct {
 	s              *sbx
 	command        string
@@ -46,7 +46,7 @@ type proc struct {
 	diskFull       bool
 
 	pid     int
-	sigkill func()                    // SIGKILL to the helper (pid 1 of its namespace) or the unsafe group
+	sigkill func()                    // SIGKILL to the process (pid 1 of its namespace) or the unsafe group
 	await   func() syscall.WaitStatus // blocks until the process exited and its output is drained
 }
 
@@ -153,7 +153,7 @@ func (s *sbx) start(ctx context.Context, command string, opts sandbox.ExecOption
 	return p, nil
 }
 
-// setupTimeout bounds the helper's work before the command starts, so a helper stuck in the kernel cannot
+// setupTimeout bounds the setup before the command starts, so a child stuck in the kernel cannot
 // hang Exec. Healthy setup takes milliseconds, but a thousand commands started at once on two cores queue for
 // tens of seconds, so the bound is generous.
 const setupTimeout = 5 * time.Minute
@@ -391,7 +391,7 @@ func (p *proc) removeRecord() {
 	}
 }
 
-// supervise waits for the helper and kills it on timeout, cancellation or a full disk.
+// supervise waits for the process and kills it on timeout, cancellation or a full disk.
 func (p *proc) supervise(ctx context.Context, timeout time.Duration) {
 	waitErr := make(chan syscall.WaitStatus, 1)
 	go func() { waitErr <- p.await() }()
