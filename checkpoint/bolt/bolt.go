@@ -41,7 +41,8 @@ const allocStep = 16 << 10
 // pageSize is the page size of new files. Checkpoints are appended one per
 // commit, and bbolt splits such a page leaving the last three records
 // behind: with 8 KiB pages of ~300-byte records that wastes about a tenth
-// of a page, with 4 KiB pages a fifth.
+// of a page, with 4 KiB pages a fifth. (16 KiB pages measured larger files:
+// each commit copies a larger page.)
 const pageSize = 8 << 10
 
 var (
@@ -77,9 +78,10 @@ func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout =
 //
 // Layout: a bucket per thread holds a bucket per namespace, which holds the
 // checkpoints under 'c'+id and their pending writes under 'w'+id+task+key,
-// the table of the namespace's run ids under 'r' and 's', and the id of its
-// latest full checkpoint under 'f' (see the record layouts in saver.go: a
-// full checkpoint stores only what its values add to the previous one's).
+// records too long to sit among them under 'v'+id, the table of the
+// namespace's run ids under 'r' and 's', and the id of its latest full
+// checkpoint under 'f' (see the record layouts in saver.go: a full
+// checkpoint stores only what its values add to the previous one's).
 // The latest checkpoint and List's pages are found by cursor seeks, never
 // by reading the whole thread, and deleting a thread drops its bucket.
 type Saver struct {

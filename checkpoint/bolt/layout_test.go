@@ -60,7 +60,8 @@ func rawSize(t *testing.T, s *Saver, id string) int {
 	t.Helper()
 	n := 0
 	if err := s.db.View(func(tx *bbolt.Tx) error {
-		n = len(nsBucket(tx, "t", "").Get(cpKey(id)))
+		b := nsBucket(tx, "t", "")
+		n = len(b.Get(cpKey(id))) + len(b.Get(bodyKey(id)))
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -93,6 +94,9 @@ func TestFullCheckpointsReferToThePreviousFull(t *testing.T) {
 			t.Errorf("checkpoint %s:\n got %+v\nwant %+v", want.ID, got, want)
 		}
 	}
+	if n := rawSize(t, s, a.ID); n < 5000 {
+		t.Errorf("the first full checkpoint takes %d bytes, less than its values", n)
+	}
 	if n := rawSize(t, s, c.ID); n > 400 {
 		t.Errorf("the second full checkpoint takes %d bytes; its values repeat the first's and should take a reference", n)
 	}
@@ -109,6 +113,34 @@ func TestFullCheckpointsReferToThePreviousFull(t *testing.T) {
 	}
 	if got := get(t, s, a.ID).Checkpoint; !reflect.DeepEqual(got, &a2) {
 		t.Errorf("checkpoint a put again reads %+v", got)
+	}
+}
+
+// A long record is stored apart from the key Put appends to, behind a stub;
+// putting the checkpoint again with a short record removes it.
+func TestLongRecordsBehindAStub(t *testing.T) {
+	s := openTemp(t)
+	cp := &checkpoint.Checkpoint{V: checkpoint.Version, ID: checkpoint.NewID(), TS: time.Now().UTC(),
+		Deltas: map[string][][]byte{"log": {list(100)}}}
+	put(t, s, cp, "r")
+	if got := get(t, s, cp.ID).Checkpoint; !reflect.DeepEqual(got, cp) {
+		t.Fatalf("got %+v", got)
+	}
+	body := func() []byte {
+		var v []byte
+		_ = s.db.View(func(tx *bbolt.Tx) error { v = nsBucket(tx, "t", "").Get(bodyKey(cp.ID)); return nil })
+		return v
+	}
+	if len(body()) < 10000 {
+		t.Fatalf("long record stored under its key")
+	}
+	cp.Deltas = map[string][][]byte{"log": {list(1)}}
+	put(t, s, cp, "r")
+	if got := get(t, s, cp.ID).Checkpoint; !reflect.DeepEqual(got, cp) {
+		t.Fatalf("put again: got %+v", got)
+	}
+	if body() != nil {
+		t.Errorf("the long record outlived the short one that replaced it")
 	}
 }
 

@@ -91,6 +91,12 @@ const (
 	// their times and its random part, and TS as its difference from the
 	// id's time.
 	flagIDTimes = 1 << 2
+	// flagBody marks a stub: the record is stored under 'v' + id. Records
+	// longer than bodyMin are, so that the pages of 'c' keys, which every
+	// Put appends to, hold small records only and large ones do not make
+	// them grow and be copied at each commit.
+	flagBody = 1 << 3
+	bodyMin  = 2 << 10
 	// refMin is the shortest shared prefix worth a reference.
 	refMin = 1 << 10
 	// maxRefDepth bounds a chain of references (each full checkpoint refers
@@ -434,13 +440,47 @@ func decodeCheckpoint(b *bbolt.Bucket, id string, r record, depth int) (*checkpo
 	return cp, nil
 }
 
+// bodyKey is where the record of checkpoint id is when its 'c' key holds
+// a stub.
+func bodyKey(id string) []byte { return append([]byte{bodyPrefix}, id...) }
+
+const bodyPrefix = 'v'
+
+var stub = []byte{0, layout2, flagBody}
+
+// recordAt parses v, the value of checkpoint id's key in b, following a
+// stub to the record.
+func recordAt(b *bbolt.Bucket, id string, v []byte) (record, error) {
+	if bytes.Equal(v, stub) {
+		if v = b.Get(bodyKey(id)); v == nil {
+			return record{}, fmt.Errorf("%w: record body missing", checkpoint.ErrCorrupt)
+		}
+	}
+	return parseRecord(id, v)
+}
+
+// putRecord stores rec as checkpoint id's record: under its key, or under a
+// stub there when it is long.
+func putRecord(b *bbolt.Bucket, id string, rec []byte) error {
+	if len(rec) < bodyMin {
+		if err := b.Delete(bodyKey(id)); err != nil {
+			return err
+		}
+		return b.Put(cpKey(id), rec)
+	}
+	if err := b.Put(bodyKey(id), rec); err != nil {
+		return err
+	}
+	return b.Put(cpKey(id), stub)
+}
+
 // readCheckpoint reads and decodes the checkpoint with id id in bucket b.
 func readCheckpoint(b *bbolt.Bucket, id string, depth int) (*checkpoint.Checkpoint, error) {
 	v := b.Get(cpKey(id))
 	if v == nil {
 		return nil, fmt.Errorf("%w: missing", checkpoint.ErrCorrupt)
 	}
-	r, err := parseRecord(id, v)
+	r, err := recordAt(b, id, v)
 	if err != nil {
 		return nil, err
 	}
@@ -451,7 +491,7 @@ func readCheckpoint(b *bbolt.Bucket, id string, depth int) (*checkpoint.Checkpoi
 // inside the transaction; the result owns all its memory.
 func readTuple(b *bbolt.Bucket, threadID, ns string, k, v []byte) (*checkpoint.Tuple, error) {
 	id := string(k[1:])
-	r, err := parseRecord(id, v)
+	r, err := recordAt(b, id, v)
 	if err != nil {
 		return nil, err
 	}
@@ -500,7 +540,7 @@ func unref(b *bbolt.Bucket, id string) error {
 	c := b.Cursor()
 	for k, v := c.Seek([]byte{cpPrefix}); k != nil && k[0] == cpPrefix; k, v = c.Next() {
 		rid := string(k[1:])
-		r, err := parseRecord(rid, v)
+		r, err := recordAt(b, rid, v)
 		if err != nil || !slices.ContainsFunc(r.refs, func(ref valueRef) bool { return ref.id == id }) {
 			continue
 		}
@@ -521,7 +561,7 @@ func unref(b *bbolt.Bucket, id string) error {
 		out = append(out, rewrite{slices.Clone(k), encodeRecord(cp, &md, nil, num)})
 	}
 	for _, w := range out {
-		if err := b.Put(w.k, w.v); err != nil {
+		if err := putRecord(b, string(w.k[1:]), w.v); err != nil {
 			return err
 		}
 	}
@@ -644,7 +684,7 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 				return err
 			}
 		}
-		return b.Put(key, encodeRecord(&c, &md, prev, num))
+		return putRecord(b, id, encodeRecord(&c, &md, prev, num))
 	})
 	if err != nil {
 		return checkpoint.Config{}, s.wrap("Put", err)
@@ -759,7 +799,7 @@ func (s *Saver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint
 					}
 					limit = slices.Clone(k)
 					if len(opts.Filter) > 0 {
-						r, err := parseRecord(string(k[1:]), v)
+						r, err := recordAt(b, string(k[1:]), v)
 						if err != nil {
 							return s.corrupt(cfg.ThreadID, cfg.Namespace, string(k[1:]), err)
 						}
