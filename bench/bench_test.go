@@ -240,3 +240,17 @@ func TestDurText(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBenchOutput(t *testing.T) {
+	out := []byte("goos: linux\nBenchmarkGrowth/bolt/sync/turns=100-2   \t       3\t 577400 ns/op\t        577.4 µs/turn\t  922005 B/op\t    5921 allocs/op\nBenchmarkBoltFileSize-2 1 4.5e+09 ns/op 2.097 MB 5.167 file/state\nPASS\n")
+	got := parseBenchOutput(out)
+	if m := got["Growth/bolt/sync/turns=100"]; m["ns/op"] != 577400 || m["µs/turn"] != 577.4 || m["allocs/op"] != 5921 {
+		t.Errorf("growth line: %v", m)
+	}
+	if m := got["BoltFileSize"]; m["file/state"] != 5.167 || m["ns/op"] != 4.5e9 {
+		t.Errorf("file size line: %v", m)
+	}
+	if len(got) != 2 {
+		t.Errorf("parsed %d lines, want 2: %v", len(got), got)
+	}
+}

@@ -40,6 +40,8 @@ func run() error {
 		growthBudget   = flag.Duration("growth-budget", 90*time.Second, "stop a growth run still going after this long and report the turns it finished")
 		jsonOut        = flag.String("json", "results.json", "where to write the raw results")
 		svgOut         = flag.String("svg", "growth.svg", "where to write the growth chart")
+		goBenchFlag    = flag.String("gobench", "engine,savers,prebuilt", "groups of the repository's go test benchmarks to run too (engine, savers, prebuilt); empty to skip")
+		goBenchRounds  = flag.Int("gobench-rounds", 5, "how many times to run each go test benchmark (the figure is the median)")
 	)
 	flag.Parse()
 
@@ -51,6 +53,9 @@ func run() error {
 		}
 		if !flagSet("growth-budget") {
 			p.GrowthBudget = 20 * time.Second
+		}
+		if !flagSet("gobench-rounds") {
+			*goBenchRounds = 1
 		}
 	}
 	var err error
@@ -110,12 +115,21 @@ func run() error {
 			rep.Growth = append(rep.Growth, measureGrowth(ctx, f, turns, p))
 		}
 	}
+	if groups := splitList(*goBenchFlag); len(groups) > 0 && ctx.Err() == nil {
+		res, err := runGoBenches(ctx, groups, max(1, *goBenchRounds))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			rep.Errors = append(rep.Errors, err.Error())
+		}
+		rep.GoBench = res
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted: %w", err)
 	}
 
 	rep.Machine["loadavg_end"] = loadavg()
 	fmt.Print(rep.markdown(p, names))
+	fmt.Print(goBenchMarkdown(rep.GoBench))
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding results: %w", err)

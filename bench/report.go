@@ -14,6 +14,7 @@ type report struct {
 	Plan    map[string]any    `json:"plan"`
 	Results []Result          `json:"results"`
 	Growth  []GrowthResult    `json:"growth"`
+	GoBench []GoBenchResult   `json:"go_benchmarks,omitempty"`
 	Errors  []string          `json:"errors,omitempty"`
 }
 

@@ -154,15 +154,6 @@ var wideSteps = []wideStep{
 	{"six", "responses", []string{"messages"}},
 }
 
-func wideStepNamed(name string) wideStep {
-	for _, s := range wideSteps {
-		if s.Name == name {
-			return s
-		}
-	}
-	panic("bench: no wide_state step " + name)
-}
-
 // wideKeys are wide_state's 15 keys.
 var wideKeys = []string{"messages", "trigger_events", "primary_issue_medium", "autoresponse", "issue",
 	"relevant_rules", "memory_docs", "categorizations", "responses", "user_info", "crm_info",
