@@ -135,7 +135,10 @@ type resultTyped interface{ resultType() reflect.Type }
 // Content returns the text of the tool message a tool's result becomes: a
 // string as it is, an Output[S] by its Content, anything else encoded as
 // JSON.
-func Content(result any) (string, error) {
+func Content(result any) (string, error) { return content("", result) }
+
+// content is Content with the tool's name in its error.
+func content(tool string, result any) (string, error) {
 	if o, ok := result.(stateOutput); ok {
 		result = o.toolContent()
 	}
@@ -144,7 +147,10 @@ func Content(result any) (string, error) {
 	}
 	b, err := json.Marshal(result)
 	if err != nil {
-		return "", fmt.Errorf("encode the result as JSON: %w; return a string or a JSON-encodable value", err)
+		if tool == "" {
+			return "", fmt.Errorf("encode the result as JSON: %w; return a string or a JSON-encodable value", err)
+		}
+		return "", fmt.Errorf("tool %q: encode its result as JSON: %w; return a string or a JSON-encodable value", tool, err)
 	}
 	return string(b), nil
 }

@@ -199,32 +199,26 @@ func (n *ToolNode[S]) callAll(ctx context.Context, calls []model.ToolCall, resul
 	if n.o.maxParallel > 0 && n.o.maxParallel < len(calls) {
 		sem = make(chan struct{}, n.o.maxParallel)
 	}
-	run := func(i int, c model.ToolCall) {
-		if sem != nil {
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			case <-ctx.Done():
-				fail(fmt.Errorf("prebuilt: tool %q (call %s) did not start: %w", c.Name, c.ID, ctx.Err()))
-				return
-			}
-		}
-		results[i] = n.call(ctx, c, state)
-		if err := results[i].fatal; err != nil {
-			fail(err)
-		}
-	}
-	// The first call runs on this goroutine, whose stack has already grown:
-	// a new goroutine's stack grows by copying as a call deepens it.
 	var wg sync.WaitGroup
-	for i, c := range calls[1:] {
+	for i, c := range calls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run(i+1, c)
+			if sem != nil {
+				select {
+				case sem <- struct{}{}:
+					defer func() { <-sem }()
+				case <-ctx.Done():
+					fail(fmt.Errorf("prebuilt: tool %q (call %s) did not start: %w", c.Name, c.ID, ctx.Err()))
+					return
+				}
+			}
+			results[i] = n.call(ctx, c, state)
+			if err := results[i].fatal; err != nil {
+				fail(err)
+			}
 		}()
 	}
-	run(0, calls[0])
 	wg.Wait()
 	return first
 }
@@ -238,9 +232,9 @@ func (n *ToolNode[S]) call(ctx context.Context, c model.ToolCall, state any) cal
 	if err != nil {
 		return n.failed(ctx, c, err)
 	}
-	content, err := Content(v)
+	content, err := content(c.Name, v)
 	if err != nil {
-		return n.failed(ctx, c, fmt.Errorf("tool %q: %w", c.Name, err))
+		return n.failed(ctx, c, err)
 	}
 	r := callResult[S]{msg: model.ToolResult(c.ID, c.Name, content)}
 	if o, ok := v.(stateOutput); ok {
