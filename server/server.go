@@ -30,6 +30,7 @@ type config struct {
 	stateFile string
 	version   string
 	postgres  *postgresConfig // WithPostgres: threads, runs and events in PostgreSQL, runs on River
+	files     ThreadFiles     // WithThreadFiles
 }
 
 type registered struct {
@@ -236,6 +237,7 @@ func (s *Server) routes() {
 		s.runRoutes()
 	}
 	s.storeRoutes()
+	s.fileRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("no route %s %s", r.Method, r.URL.Path))
 	})
