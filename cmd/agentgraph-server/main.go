@@ -112,7 +112,8 @@ func run(ctx context.Context, f flags, logw io.Writer, ready chan<- string) (err
 	}
 	sopts := append(b.opts,
 		server.WithGraph("codeact", agent, server.WithDescription("The CodeAct agent: a model that answers by running Python in its thread's sandbox")),
-		server.WithSaver(b.saver), server.WithStore(b.store), server.WithMaxBodyBytes(f.maxBody))
+		server.WithSaver(b.saver), server.WithStore(b.store), server.WithMaxBodyBytes(f.maxBody),
+		server.WithThreadFiles(reg)) // each thread's sandbox home at /threads/{id}/files
 	if f.workers > 0 {
 		sopts = append(sopts, server.WithWorkers(f.workers))
 	}

@@ -166,6 +166,9 @@ func TestServesCodeActAndSurvivesRestart(t *testing.T) {
 	if code, body := s.call(t, "GET", "/store/items?namespace=users.ann&key=prefs", ""); code != 200 || !strings.Contains(body, `"value":{"lang":"go"}`) {
 		t.Fatalf("store after restart: %d %s", code, body)
 	}
+	if code, body := s.call(t, "GET", "/threads/kept/files/content?path=note.txt", ""); code != 200 || body != "still here" {
+		t.Fatalf("the thread's file after restart, before its sandbox runs again: %d %q", code, body)
+	}
 	input, _ = json.Marshal(map[string]any{"assistant_id": "codeact", "input": map[string]any{"messages": []any{map[string]string{"role": "user", "content": "print(open('note.txt').read())"}}}})
 	code, body = s.call(t, "POST", "/threads/kept/runs/wait", string(input))
 	if code != 200 || !strings.Contains(lastMessage(t, body), "exit code 0\nstill here") {
