@@ -12,59 +12,20 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentgraph/agentgraph/model"
 	"github.com/invopop/jsonschema"
 )
 
 // schemaFor returns the JSON schema of a tool's arguments type: an object
 // schema with every nested type written out in place (no $ref, no $defs),
-// and neither $schema nor $id.
-func schemaFor(t reflect.Type) (s *jsonschema.Schema, err error) {
-	st := t
-	for st.Kind() == reflect.Pointer {
-		st = st.Elem()
+// and neither $schema nor $id — model.SchemaFor, which structured output
+// uses too, so a tool's arguments and a typed answer follow one rule.
+func schemaFor(t reflect.Type) (*jsonschema.Schema, error) {
+	s, err := model.SchemaFor(t)
+	if err != nil {
+		return nil, fmt.Errorf("tool arguments: %w", err)
 	}
-	if st.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("arguments type %v is not a struct: tool arguments are a JSON object, so declare them as a struct with json tags", t)
-	}
-	if path := recursion(st, nil); path != nil {
-		return nil, fmt.Errorf("arguments type %v refers to itself (%s): a schema without $ref cannot describe it; break the cycle", t, strings.Join(path, " -> "))
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			// The reflector panics on types JSON cannot carry (chan, func).
-			s, err = nil, fmt.Errorf("arguments type %v has a field JSON cannot carry: %v", t, p)
-		}
-	}()
-	r := &jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true, Anonymous: true}
-	s = r.ReflectFromType(st)
-	s.Version, s.ID, s.Definitions = "", "", nil
 	return s, nil
-}
-
-// recursion returns the chain of types through which t contains itself, or
-// nil.
-func recursion(t reflect.Type, path []reflect.Type) []string {
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
-		return recursion(t.Elem(), path)
-	case reflect.Struct:
-	default:
-		return nil
-	}
-	if i := slices.Index(path, t); i >= 0 {
-		var names []string
-		for _, p := range path[i:] {
-			names = append(names, p.String())
-		}
-		return append(names, t.String())
-	}
-	path = append(path, t)
-	for i := range t.NumField() {
-		if cyc := recursion(t.Field(i).Type, path); cyc != nil {
-			return cyc
-		}
-	}
-	return nil
 }
 
 // validator checks decoded JSON against the subset of JSON Schema the

@@ -81,7 +81,7 @@ func TestNewToolRejects(t *testing.T) {
 		{"recursive", func() error {
 			_, err := NewTool("t", "", func(context.Context, node) (string, error) { return "", nil })
 			return err
-		}, "refers to itself"},
+		}, "contains itself"},
 		{"channel field", func() error {
 			_, err := NewTool("t", "", func(context.Context, withChan) (string, error) { return "", nil })
 			return err
