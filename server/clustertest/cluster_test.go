@@ -247,13 +247,13 @@ func TestKillOneOfThree(t *testing.T) {
 		post(t, p.url+"/threads", fmt.Sprintf(`{"thread_id":"t%02d"}`, i))
 	}
 	// Runs go to the three servers in turn; each thread's queue in order.
-	var runs []string
+	runs := map[string]string{} // run id: thread id
 	for k := range perThread {
 		for i := range threads {
 			p := procs[(i+k)%3]
 			body := fmt.Sprintf(`{"assistant_id":"trace","input":{"current":"%d","log":["in:%d"]},"multitask_strategy":"enqueue"}`, k, k)
 			rec := post(t, fmt.Sprintf("%s/threads/t%02d/runs", p.url, i), body)
-			runs = append(runs, rec["run_id"].(string))
+			runs[rec["run_id"].(string)] = fmt.Sprintf("t%02d", i)
 		}
 	}
 	// Kill the victim once it has started nodes, so that it dies holding
@@ -308,6 +308,18 @@ func TestKillOneOfThree(t *testing.T) {
 	}
 	if retried == 0 {
 		t.Fatal("no run was taken up again after the kill: the victim held none")
+	}
+	for run, thread := range runs {
+		resp, err := http.Get(fmt.Sprintf("%s/threads/%s/runs/%s", procs[2].url, thread, run))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec struct{ Status string }
+		err = json.NewDecoder(resp.Body).Decode(&rec)
+		resp.Body.Close()
+		if err != nil || rec.Status != "success" {
+			t.Fatalf("run %s of %s seen from a survivor: %q %v", run, thread, rec.Status, err)
+		}
 	}
 	var endedTwice int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT run_id FROM agentgraph_server_run_events WHERE event = '' GROUP BY run_id HAVING count(*) > 1) x`).Scan(&endedTwice); err != nil {
@@ -369,7 +381,7 @@ func TestKillOneOfThree(t *testing.T) {
 	if badRepeats != 0 {
 		t.Fatalf("%d nodes ran again that a live server had finished", badRepeats)
 	}
-	t.Logf("%d runs taken up again after the kill; %d nodes the victim had begun but not saved ran again", retried, repeats)
+	t.Logf("%d runs taken up again after the kill; %d nodes whose side effect the victim had made but whose write it had not saved ran again", retried, repeats)
 
 	// No lease and no job left behind. River marks a job completed a
 	// moment after its run has ended.
