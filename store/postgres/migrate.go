@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentgraph/agentgraph/internal/pgmigrate"
 )
 
 // SchemaVersion is the version of the table this package reads and writes:
@@ -48,37 +50,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...Option) error {
 func migrate(ctx context.Context, pool *pgxpool.Pool, o options) error {
 	t := newTables(o.schema)
 	r := strings.NewReplacer("{items}", t.items, "{items_expiry}", pgx.Identifier{"agentgraph_store_items_expiry"}.Sanitize())
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
-			"agentgraph/store/postgres:"+o.schema); err != nil {
-			return err
-		}
-		if o.schema != "" {
-			if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{o.schema}.Sanitize()); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+t.migrations+` (
-			v          integer PRIMARY KEY,
-			applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-			return err
-		}
-		var have int
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(v), 0) FROM `+t.migrations).Scan(&have); err != nil {
-			return err
-		}
-		if have > len(migrations) {
-			return fmt.Errorf("%w: the database is at version %d, this package knows %d; upgrade agentgraph", ErrSchemaTooNew, have, len(migrations))
-		}
-		for v := have + 1; v <= len(migrations); v++ {
-			if _, err := tx.Exec(ctx, r.Replace(migrations[v-1])); err != nil {
-				return fmt.Errorf("migration %d: %w", v, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO `+t.migrations+` (v) VALUES ($1)`, v); err != nil {
-				return fmt.Errorf("migration %d: %w", v, err)
-			}
-		}
-		return nil
+	err := pgmigrate.Run(ctx, pool, pgmigrate.Plan{
+		Lock: "agentgraph/store/postgres:" + o.schema, Schema: o.schema, Table: t.migrations,
+		Steps: pgmigrate.Expand(migrations[:], r.Replace), TooNew: ErrSchemaTooNew,
 	})
 	if err != nil && !errors.Is(err, ErrSchemaTooNew) {
 		return fmt.Errorf("store/postgres: creating or migrating the table: %w", err)
