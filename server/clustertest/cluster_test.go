@@ -30,8 +30,12 @@ import (
 	"github.com/agentgraph/agentgraph/server"
 )
 
-// Set in a child process: the database to serve from.
-const envServe = "AGENTGRAPH_CLUSTERTEST_SERVE"
+// Set in a child process: the database to serve from, and how long each
+// node naps (a duration; default 40ms).
+const (
+	envServe = "AGENTGRAPH_CLUSTERTEST_SERVE"
+	envNap   = "AGENTGRAPH_CLUSTERTEST_NAP"
+)
 
 func TestMain(m *testing.M) {
 	if url := os.Getenv(envServe); url != "" {
@@ -63,12 +67,12 @@ var nodes = []string{"a", "b1", "b2", "c"}
 // in node_effects, once per thread, run input and node (a unique key); a
 // node that finds its row already there records the repeat in
 // node_repeats.
-func recordingGraph(pool *pgxpool.Pool, saver *postgres.Saver) (*graph.Graph[Trace], error) {
+func recordingGraph(pool *pgxpool.Pool, saver *postgres.Saver, nap time.Duration) (*graph.Graph[Trace], error) {
 	b := graph.New(current, logKey)
 	for _, name := range nodes {
 		b.AddNodeFunc(name, func(ctx context.Context, s Trace) (graph.Update[Trace], error) {
 			select {
-			case <-time.After(40 * time.Millisecond):
+			case <-time.After(nap):
 			case <-ctx.Done():
 				return graph.Update[Trace]{}, ctx.Err()
 			}
@@ -111,7 +115,13 @@ func serve(url string) error {
 		return err
 	}
 	defer saver.Close()
-	g, err := recordingGraph(pool, saver)
+	nap := 40 * time.Millisecond
+	if v := os.Getenv(envNap); v != "" {
+		if nap, err = time.ParseDuration(v); err != nil {
+			return err
+		}
+	}
+	g, err := recordingGraph(pool, saver, nap)
 	if err != nil {
 		return err
 	}
@@ -142,10 +152,10 @@ type proc struct {
 	done chan struct{} // closed once the process has exited and been waited for
 }
 
-func startProc(t *testing.T, url string) *proc {
+func startProc(t *testing.T, url string, env ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envServe+"="+url)
+	cmd.Env = append(append(os.Environ(), envServe+"="+url), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -406,5 +416,62 @@ func TestKillOneOfThree(t *testing.T) {
 			t.Fatalf("left behind: %d thread leases, unfinished run jobs (state, attempt): %q", leases, jobs)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestRunsPerSecond measures runs a second with 1, 2 and 4 server
+// processes on one database, nodes not napping: 400 runs over 100 threads,
+// created on the servers in turn, timed until the last ends. Set
+// AGENTGRAPH_CLUSTERTEST_FIGURES=1 to run it.
+func TestRunsPerSecond(t *testing.T) {
+	if os.Getenv("AGENTGRAPH_CLUSTERTEST_FIGURES") == "" {
+		t.Skip("a measurement: set AGENTGRAPH_CLUSTERTEST_FIGURES=1")
+	}
+	srv := pgtest.Start(t)
+	for _, n := range []int{1, 2, 4} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			url := srv.NewDatabase(t)
+			ctx := context.Background()
+			pool, err := pgxpool.New(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pool.Close()
+			for _, q := range []string{
+				`CREATE TABLE node_effects (thread_id text, input text, node text, pid int, UNIQUE (thread_id, input, node))`,
+				`CREATE TABLE node_repeats (thread_id text, input text, node text, pid int)`,
+			} {
+				if _, err := pool.Exec(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var procs []*proc
+			for range n {
+				procs = append(procs, startProc(t, url, envNap+"=0s"))
+			}
+			const threads, perThread = 100, 4
+			for i := range threads {
+				post(t, procs[i%n].url+"/threads", fmt.Sprintf(`{"thread_id":"t%02d"}`, i))
+			}
+			start := time.Now()
+			for k := range perThread {
+				for i := range threads {
+					body := fmt.Sprintf(`{"assistant_id":"trace","input":{"current":"%d","log":["in:%d"]},"multitask_strategy":"enqueue"}`, k, k)
+					post(t, fmt.Sprintf("%s/threads/t%02d/runs", procs[(i+k)%n].url, i), body)
+				}
+			}
+			for {
+				var open int
+				if err := pool.QueryRow(ctx, `SELECT count(*) FROM agentgraph_server_runs WHERE status IN ('pending', 'running')`).Scan(&open); err != nil {
+					t.Fatal(err)
+				}
+				if open == 0 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			d := time.Since(start)
+			t.Logf("%d server processes: %d runs in %s, %.0f runs/s", n, threads*perThread, d.Round(time.Millisecond), float64(threads*perThread)/d.Seconds())
+		})
 	}
 }
