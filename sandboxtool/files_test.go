@@ -152,8 +152,8 @@ print("ok")`)
 			t.Errorf("thread %s path %q leaked %q", c.thread, c.path, body)
 		}
 	}
-	if code, _, body := get(t, ts.URL+"/threads/nobody/files"); code != 404 {
-		t.Errorf("list of a thread without a sandbox: %d %s, want 404", code, body)
+	if code, _, body := get(t, ts.URL+"/threads/nobody/files"); code != 200 || string(body) != "[]" {
+		t.Errorf("list of a thread without a sandbox: %d %s, want 200 []", code, body)
 	}
 }
 

@@ -33,7 +33,8 @@ type ThreadFiles interface {
 
 // WithThreadFiles serves the files of each thread that f knows at
 // GET /threads/{thread_id}/files (the list) and
-// GET /threads/{thread_id}/files/content?path=NAME (one file's bytes).
+// GET /threads/{thread_id}/files/content?path=NAME (one file's bytes), and
+// says so in GET /info's flags (thread_files), so a client knows to ask.
 func WithThreadFiles(f ThreadFiles) Option {
 	return func(c *config) error { c.files = f; return nil }
 }
@@ -61,7 +62,8 @@ func (s *Server) fileRoutes() {
 	s.handle("GET /threads/{thread_id}/files/content", s.fileContent)
 }
 
-// listFiles answers with every file and directory under the thread's root,
+// listFiles answers with every file and directory under the thread's root
+// (none for a thread ThreadFiles does not know),
 // directories before their contents, sorted by path. Hidden directories
 // (.cache, .local) are listed but not entered. A list cut at
 // maxListedFiles entries says so in x-truncated.
@@ -94,7 +96,9 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) error {
 		}
 		return nil
 	}
-	if err := walk(".", 1); err != nil {
+	// A thread with nothing to read (its runs have not made a sandbox
+	// yet) has no files; content requests for it still get 404.
+	if err := walk(".", 1); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return filesError(tid, ".", err)
 	}
 	if truncated {
@@ -159,9 +163,6 @@ func filesError(tid, name string, err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case errors.Is(err, fs.ErrNotExist):
-		if name == "." {
-			return notFound("thread %s has no files: its runs have not used a sandbox yet, or it does not exist", tid)
-		}
 		return notFound("thread %s has no file %s", tid, name)
 	case errors.Is(err, fs.ErrInvalid):
 		return errorf(http.StatusBadRequest, "%s: %v", name, err)

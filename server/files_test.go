@@ -129,8 +129,11 @@ func TestThreadFiles(t *testing.T) {
 			t.Errorf("%s: no nosniff", c.path)
 		}
 	}
-	if code, body, _ := call(t, ts, "GET", "/threads/u/files", ""); code != http.StatusNotFound {
-		t.Errorf("list of a thread without files: %d %s", code, body)
+	if code, body, _ := call(t, ts, "GET", "/threads/u/files", ""); code != 200 || body != "[]" {
+		t.Errorf("list of a thread without files: %d %s, want 200 []", code, body)
+	}
+	if code, body, _ := call(t, ts, "GET", "/info", ""); code != 200 || !strings.Contains(body, `"thread_files":true`) {
+		t.Errorf("/info: %d %s, want flags.thread_files", code, body)
 	}
 }
 
@@ -139,5 +142,8 @@ func TestNoThreadFiles(t *testing.T) {
 	ts := newTestServer(t)
 	if code, body, _ := call(t, ts, "GET", "/threads/t/files", ""); code != http.StatusNotFound {
 		t.Errorf("GET /threads/t/files: %d %s, want 404", code, body)
+	}
+	if code, body, _ := call(t, ts, "GET", "/info", ""); code != 200 || !strings.Contains(body, `"thread_files":false`) {
+		t.Errorf("/info: %d %s, want flags.thread_files false", code, body)
 	}
 }

@@ -225,7 +225,7 @@ func (s *Server) routes() {
 	s.handle("GET /info", func(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, 200, map[string]any{
 			"version": s.cfg.version, "context": "go",
-			"flags": map[string]bool{"assistants": true, "crons": false, "langsmith": false},
+			"flags": map[string]bool{"assistants": true, "crons": false, "langsmith": false, "thread_files": s.cfg.files != nil},
 		})
 		return nil
 	})
