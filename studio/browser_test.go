@@ -1,10 +1,15 @@
 package studio_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"image/color"
+	"image/png"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -257,6 +262,7 @@ func TestBrowser(t *testing.T) {
 	if n := must[int](b, `document.querySelectorAll("#messages .msg").length`); n != 12 {
 		t.Errorf("%d messages shown; want 12 (three turns of four)", n)
 	}
+	b.wait("the files pane", `!document.getElementById("files-pane").hidden && document.querySelector('#files li.file[data-path="primes.json"]') !== null`, 10*time.Second)
 	b.shot("chat")
 
 	// Thread search.
@@ -338,6 +344,9 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the run took %s to stop after Cancel", d)
 	}
 
+	b.do("new thread", chromedp.Click(chromedp.ID("new-thread")))
+	savedPNG(t, b, ts.URL)
+
 	if p := b.problems(false); len(p) > 0 {
 		t.Errorf("the page wrote errors to the console:\n%s", strings.Join(p, "\n"))
 	}
@@ -371,5 +380,62 @@ func TestBrowserAPIKey(t *testing.T) {
 	// Only the first, keyless requests failed, and the browser logged them.
 	if p := b.problems(true); len(p) > 0 {
 		t.Errorf("the page wrote errors to the console:\n%s", strings.Join(p, "\n"))
+	}
+}
+
+// A program that writes a PNG with the standard library alone: 24x16,
+// red with a blue first row.
+const pngProgram = `import os, struct, zlib; os.makedirs('plots', exist_ok=True); w, h = 24, 16; ` +
+	`raw = b''.join(b'\x00' + (b'\x00\x00\xff' if y == 0 else b'\xff\x00\x00') * w for y in range(h)); ` +
+	`chunk = lambda t, d: struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d)); ` +
+	`open('plots/red.png', 'wb').write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b'')); print('saved')`
+
+// savedPNG runs pngProgram on a new codeact thread and checks the files
+// pane: the PNG listed, shown inline, and downloadable with its bytes.
+func savedPNG(t *testing.T, b *browser, base string) {
+	t.Helper()
+	b.send(pngProgram)
+	b.answer("the PNG program", `exit code 0\nsaved$`, 20*time.Second)
+	item := `document.querySelector('#files li.file[data-path="plots/red.png"]')`
+	b.wait("the PNG listed and shown", item+` !== null && `+item+`.querySelector("img.preview").complete && `+item+`.querySelector("img.preview").naturalWidth === 24`, 10*time.Second)
+	if hgt := must[int](b, item+`.querySelector("img.preview").naturalHeight`); hgt != 16 {
+		t.Errorf("the inline image is %d pixels high, want 16", hgt)
+	}
+	if alt := must[string](b, item+`.querySelector("img.preview").alt`); !strings.Contains(alt, "plots/red.png") {
+		t.Errorf("the image's alt text %q does not name the file", alt)
+	}
+	if !must[bool](b, `[...document.querySelectorAll("#files li.file")].some(li => li.dataset.path === "main.py" && !li.querySelector("img"))`) {
+		t.Error("main.py is not listed, or is shown as an image")
+	}
+	b.shot("files")
+	href := must[string](b, item+`.querySelector("a.download").getAttribute("href")`)
+	name := must[string](b, item+`.querySelector("a.download").getAttribute("download")`)
+	if name != "red.png" {
+		t.Errorf("download name %q, want red.png", name)
+	}
+	resp, err := http.Get(base + href)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/png" {
+		t.Fatalf("GET %s: %d %s", href, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("the download is not a PNG: %v", err)
+	}
+	red, blue := color.RGBAModel.Convert(img.At(5, 5)).(color.RGBA), color.RGBAModel.Convert(img.At(5, 0)).(color.RGBA)
+	if img.Bounds().Dx() != 24 || img.Bounds().Dy() != 16 || red != (color.RGBA{255, 0, 0, 255}) || blue != (color.RGBA{0, 0, 255, 255}) {
+		t.Errorf("the download is %v with %v at (5,5) and %v at (5,0); want 24x16, red with a blue first row", img.Bounds(), red, blue)
+	}
+	// The page fetched the same bytes it lists.
+	listed := must[string](b, item+`.querySelector(".meta").textContent`)
+	if !strings.HasPrefix(listed, fmt.Sprintf("%d B", len(data))) {
+		t.Errorf("the pane lists %q; the download has %d bytes", listed, len(data))
 	}
 }

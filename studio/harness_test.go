@@ -55,8 +55,9 @@ func approvalGraph(t testing.TB, saver checkpoint.Saver) *graph.Graph[prebuilt.M
 
 // newStudio serves the page in front of an Agent Server with two graphs:
 // the guide's CodeAct agent (scripted model, run_python in local sandboxes
-// under a temporary root) and the approval graph; opts add to the server's
-// options. Everything it starts ends with the test.
+// under a temporary root, whose files the server serves) and the approval
+// graph; opts add to the server's options. Everything it starts ends with
+// the test.
 func newStudio(t testing.TB, opts ...server.Option) *httptest.Server {
 	t.Helper()
 	backend, err := local.New(local.WithRoot(t.TempDir()))
@@ -82,7 +83,7 @@ func newStudio(t testing.TB, opts ...server.Option) *httptest.Server {
 	srv, err := server.New(append([]server.Option{
 		server.WithGraph("codeact", agent, server.WithDescription("The CodeAct agent: a model that answers by running Python in its thread's sandbox")),
 		server.WithGraph("approval", approvalGraph(t, saver), server.WithDescription("Drafts a reply and asks before sending it")),
-		server.WithSaver(saver), server.WithWorkers(2),
+		server.WithSaver(saver), server.WithWorkers(2), server.WithThreadFiles(reg),
 	}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

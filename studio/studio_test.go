@@ -119,7 +119,7 @@ func TestAssetsAreLocal(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"app.js", "api.js", "dom.js", "graph.js", "messages.js", "tree.js", "studio.css"} {
+	for _, name := range []string{"app.js", "api.js", "dom.js", "files.js", "graph.js", "messages.js", "tree.js", "studio.css"} {
 		if !seen[studio.Prefix+name] {
 			t.Errorf("%s is never loaded by the page", name)
 		}

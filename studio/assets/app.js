@@ -3,9 +3,11 @@ import { h } from "./dom.js";
 import { drawGraph } from "./graph.js";
 import { callsOf, renderMessage } from "./messages.js";
 import { clip, tree } from "./tree.js";
+import { FilesPane } from "./files.js";
 
 const api = new API();
 const $ = (id) => document.getElementById(id);
+const files = new FilesPane(api, { pane: $("files-pane"), list: $("files"), note: $("files-note"), refresh: $("files-refresh") }, (err) => report(err));
 
 // What the page shows now.
 const st = {
@@ -165,6 +167,7 @@ async function selectThread(id) {
   if (graphID && st.assistant && st.assistant.graph_id !== graphID) await selectAssistant(graphID);
   await refreshState(signal);
   renderThreads();
+  files.load(id).catch(report);
   if (st.timelineOpen) await loadTimeline();
   if (t.status === "busy" && !st.run) await joinActiveRun(id);
 }
@@ -192,6 +195,7 @@ function newThread() {
   $("timeline-toggle").disabled = true;
   setTimeline(false);
   $("timeline").replaceChildren();
+  files.clear("a new thread has none yet");
   renderMessages();
   renderInterrupts();
   renderThreads();
@@ -409,6 +413,7 @@ async function endRun(run, what) {
   }
   st.thread = await api.get(`/threads/${enc(tid)}`);
   await refreshState();
+  files.load(tid).catch(report);
   if (st.interrupts.length) outcome = "interrupted: waiting for your answer";
   await loadThreads();
   if (st.timelineOpen) await loadTimeline();
@@ -701,6 +706,8 @@ async function start() {
 
 async function boot() {
   await loadAssistants();
+  const info = await api.get("/info");
+  files.enable(Boolean(info && info.flags && info.flags.thread_files));
   await loadThreads();
   const m = /^#thread=(.+)$/.exec(location.hash);
   if (m) await selectThread(decodeURIComponent(m[1]));
