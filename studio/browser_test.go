@@ -377,6 +377,11 @@ func TestBrowserAPIKey(t *testing.T) {
 	b.wait("assistants listed", `document.body.dataset.ready === "true" && document.querySelectorAll("#assistant option").length === 2 && document.getElementById("key-form").hidden`, 10*time.Second)
 	b.send("print(6*7)")
 	b.answer("a run with the key", `exit code 0\n42$`, 20*time.Second)
+	b.wait("the thread's files, listed with the key", `document.querySelector('#files li.file[data-path="main.py"]') !== null`, 10*time.Second)
+	// An <img src> cannot carry the key: the page fetches the image with it.
+	b.send(pngProgram)
+	b.answer("the PNG program with the key", `exit code 0\nsaved$`, 20*time.Second)
+	b.wait("the PNG shown with the key", `(() => { const img = document.querySelector('#files li.file[data-path="plots/red.png"] img.preview'); return img !== null && img.complete && img.naturalWidth === 24 })()`, 10*time.Second)
 	// Only the first, keyless requests failed, and the browser logged them.
 	if p := b.problems(true); len(p) > 0 {
 		t.Errorf("the page wrote errors to the console:\n%s", strings.Join(p, "\n"))
