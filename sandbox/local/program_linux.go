@@ -17,7 +17,8 @@ import (
 // childFDs are the zygote's descriptor numbers of what a spawn request brought; the child inherits them.
 type childFDs struct {
 	stdout, stderr int
-	goAhead        int // read end: one byte once the child is in its cgroups and its ids are mapped
+	mapped         int // read end: one byte from the zygote once the child's ids are mapped
+	goAhead        int // read end: one byte from the parent once the child is in its cgroups and recorded
 	errW           int // write end, close-on-exec: a childFailure, or EOF when the final execve succeeded
 	home, tmp      int // detached mounts (root) or O_PATH directories of home and /tmp
 	template       int // a clone of the zygote's ready-made root (see rootTemplate), or -1
@@ -39,9 +40,9 @@ func childProgramFor(cfg *childConfig, fds childFDs, sec *sandboxStatics) (*chil
 	sys("setsid", unix.SYS_SETSID)
 	one := make([]byte, 1)
 	p.keep = append(p.keep, one)
-	r := sys("wait for the go-ahead", unix.SYS_READ, uintptr(fds.goAhead), uintptr(unsafe.Pointer(&one[0])), 1)
+	r := sys("wait for the id mapping", unix.SYS_READ, uintptr(fds.mapped), uintptr(unsafe.Pointer(&one[0])), 1)
 	p.ops[r].want = 1
-	sys("close the go-ahead pipe", unix.SYS_CLOSE, uintptr(fds.goAhead))
+	sys("close the id mapping pipe", unix.SYS_CLOSE, uintptr(fds.mapped))
 	// The sandbox user from here on (its ids are mapped now), keeping the namespace's capabilities: no id
 	// was 0 inside, so the kernel does not drop them. Files made while the root is built must belong to a
 	// mapped user.
@@ -157,6 +158,10 @@ func childProgramFor(cfg *childConfig, fds childFDs, sec *sandboxStatics) (*chil
 	}
 	empty := new(uint64)
 	sys("unblock signals", unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, p.ptr(empty, unsafe.Pointer(empty)), 0, 8)
+	// The setup above ran while the parent put this process into the sandbox's cgroups and recorded it;
+	// the command itself starts only once both are done.
+	r = sys("wait for the go-ahead", unix.SYS_READ, uintptr(fds.goAhead), uintptr(unsafe.Pointer(&one[0])), 1)
+	p.ops[r].want = 1
 	argv, err := syscall.SlicePtrFromStrings(cfg.Argv)
 	if err != nil {
 		return nil, err

@@ -192,7 +192,11 @@ func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, dis
 		p.stopProxy = serveEgress(l, s.b.cfg.egress, s.b.cfg.egressDial)
 	}
 	if err := p.limitAndRecord(m); err != nil {
-		return p.abandon(err)
+		err = p.abandon(err)
+		if setupErr := <-execd; setupErr != nil { // the child's own failure, which the limit error may hide
+			return fmt.Errorf("%w: setting up %s failed: %v", sandbox.ErrUnsupported, s.id, setupErr)
+		}
+		return err
 	}
 	if err := p.configure(ctx, f.goW, execd); err != nil {
 		p.removeRecord()
@@ -304,8 +308,10 @@ func (p *proc) abandon(err error) error {
 	return err
 }
 
-// limitAndRecord puts the waiting process into the sandbox's cgroups, when they are used, and records it in
-// the sandbox's run directory, so that Stop and Reap find it from any process.
+// limitAndRecord puts the process into the sandbox's cgroups, when they are used, and records it in the
+// sandbox's run directory, so that Stop and Reap find it from any process. The process sets its sandbox up
+// meanwhile (moving it into a cgroup can wait for an RCU grace period, milliseconds on a busy machine) and
+// waits for the go-ahead before its command starts.
 func (p *proc) limitAndRecord(m *meta) error {
 	s := p.s
 	if s.b.cfg.cgroups {
@@ -328,11 +334,15 @@ func (p *proc) limitAndRecord(m *meta) error {
 	return nil
 }
 
-// configure lets the waiting process go on and waits until it has exec'd the command or failed. Setup is
+// configure lets the process exec its command and waits until it has or has failed. Setup is
 // bounded by setupTimeout and by ctx; past either, the process is killed.
 func (p *proc) configure(ctx context.Context, goW *os.File, execd <-chan error) error {
 	s := p.s
 	if _, err := goW.Write([]byte{1}); err != nil {
+		p.kill()
+		if setupErr := <-execd; setupErr != nil {
+			return fmt.Errorf("%w: setting up %s failed: %v", sandbox.ErrUnsupported, s.id, setupErr)
+		}
 		return fmt.Errorf("start the sandboxed process: %w", err)
 	}
 	goW.Close()

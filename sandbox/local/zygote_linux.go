@@ -115,24 +115,35 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 	if len(fds) > spawnFDs {
 		template = fds[spawnFDs]
 	}
-	var errPipe [2]int
+	var errPipe, mapPipe [2]int
 	if err := unix.Pipe2(errPipe[:], unix.O_CLOEXEC); err != nil {
 		closeAll()
 		fail(err)
 		return
 	}
-	prog, err := childProgramFor(&cfg, childFDs{stdout: fds[0], stderr: fds[1], goAhead: fds[2], errW: errPipe[1],
-		home: fds[3], tmp: fds[4], template: template}, statics)
-	if err != nil {
+	if err := unix.Pipe2(mapPipe[:], unix.O_CLOEXEC); err != nil {
 		closeAll()
 		unix.Close(errPipe[0])
 		unix.Close(errPipe[1])
 		fail(err)
 		return
 	}
+	prog, err := childProgramFor(&cfg, childFDs{stdout: fds[0], stderr: fds[1], mapped: mapPipe[0], goAhead: fds[2],
+		errW: errPipe[1], home: fds[3], tmp: fds[4], template: template}, statics)
+	if err != nil {
+		closeAll()
+		for _, fd := range []int{errPipe[0], errPipe[1], mapPipe[0], mapPipe[1]} {
+			unix.Close(fd)
+		}
+		fail(err)
+		return
+	}
 	pid, err := forkChild(m.Cloneflags, prog, errPipe[1])
 	closeAll()
 	unix.Close(errPipe[1])
+	unix.Close(mapPipe[0])
+	// Closed without a byte when setup fails here: the child then stops at its first step.
+	defer unix.Close(mapPipe[1])
 	defer unix.Close(errPipe[0])
 	if err != nil {
 		fail(fmt.Errorf("clone: %w", err))
@@ -156,6 +167,9 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 		fail(err)
 		return
 	}
+	// The child sets its sandbox up from here, while the parent limits and records it; it waits for the
+	// parent's go-ahead only before the final exec.
+	unix.Write(mapPipe[1], []byte{1}) // a child that died already says why on its error pipe
 	if listener >= 0 {
 		send(zmsg{Kind: "started", ID: m.ID, Pid: pid}, pidfd, listener)
 		unix.Close(listener)
