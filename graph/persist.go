@@ -452,6 +452,7 @@ func (p *persister[S]) record(k AnyKey[S], s *S, ws []Write[S], version uint64) 
 		delete(p.chain.tails, name)
 		return nil
 	}
+	start := len(p.deltas[name])
 	for _, w := range ws {
 		b, err := k.encodeWrite(w, p.codec)
 		if err != nil {
@@ -462,8 +463,8 @@ func (p *persister[S]) record(k AnyKey[S], s *S, ws []Write[S], version uint64) 
 		}
 		p.deltas[name] = append(p.deltas[name], b)
 		p.diffSize += len(b)
-		p.chain.addTail(name, w.value(), b)
 	}
+	p.addTail(k, s, ws, p.deltas[name][start:])
 	return nil
 }
 
@@ -642,15 +643,17 @@ func (p *persister[S]) fill(r *runner[S], cp *checkpoint.Checkpoint) error {
 // A full checkpoint holds every key's whole value, and encoding a long
 // thread's message list again at every full checkpoint is what made them
 // cost more than the steps between. For a slice key whose value since the
-// last full checkpoint is that checkpoint's value followed by the writes
-// since, the JSON of the whole value is the last full checkpoint's JSON for
-// the key with the writes' JSON (already encoded: they are the deltas of the
-// checkpoints between) spliced in before its closing bracket, so a full
-// checkpoint costs a copy. Whether the value only grew is checked, not
-// assumed from the reducer: its elements must be, bit for bit, the elements
-// of the last full value (a copy kept for this) and then those of each
-// write. A reducer that keeps, drops, reorders or replaces elements fails
-// the check and the value is encoded as before.
+// last full checkpoint only grew, the JSON of the whole value is the last
+// full checkpoint's JSON for the key with the JSON of what was appended
+// since spliced in before its closing bracket, so a full checkpoint costs a
+// copy. What was appended is noted at each step with its JSON: the step's
+// writes, already encoded as the checkpoint's deltas, when the value grew by
+// exactly them; otherwise (a reducer that gives messages ids, say) the new
+// elements, encoded then. Whether the value only grew is checked at the
+// full checkpoint, not assumed from the reducer: its elements must be, bit
+// for bit, the elements of the last full value (a copy kept for this) and
+// then those noted since. A reducer that keeps, drops, reorders or replaces
+// elements fails the check and the value is encoded as before.
 
 // tailMin is the smallest encoded value worth keeping a tail for: below it,
 // encoding the value is as cheap as checking it.
@@ -658,10 +661,13 @@ const tailMin = 1 << 10
 
 // fullTail is what spliceFull needs about one slice key.
 type fullTail struct {
-	base   []byte          // the key's JSON in the last full checkpoint
-	value  reflect.Value   // a copy of the slice base encodes
-	writes []reflect.Value // the slices written to the key since, in fold order
-	enc    [][]byte        // their JSON
+	base  []byte        // the key's JSON in the last full checkpoint
+	value reflect.Value // a copy of the slice base encodes
+	n     int           // the value's length when last noted
+	// What the value grew by since, in order: slices of elements and
+	// their JSON.
+	writes []reflect.Value
+	enc    [][]byte
 }
 
 // slicer is implemented by every *Key: its value as a reflect.Value.
@@ -669,20 +675,51 @@ type slicer[S any] interface{ valueOf(s *S) reflect.Value }
 
 func (k *Key[S, T]) valueOf(s *S) reflect.Value { return reflect.ValueOf(any(*k.ptr(s))) }
 
-// addTail notes a write to key name, encoded as b, for the next full
-// checkpoint.
-func (c *chainInfo) addTail(name string, v any, b []byte) {
-	t := c.tails[name]
+// addTail notes what key k's value in s grew by since it was last noted,
+// given the writes that made it grow and their JSON.
+func (p *persister[S]) addTail(k AnyKey[S], s *S, ws []Write[S], enc [][]byte) {
+	name := k.Name()
+	t := p.chain.tails[name]
 	if t == nil {
 		return
 	}
-	w := reflect.ValueOf(v)
-	if w.Kind() != reflect.Slice || w.Type() != t.value.Type() {
-		delete(c.tails, name)
+	sk, ok := k.self().(slicer[S])
+	var cur reflect.Value
+	if ok {
+		cur = sk.valueOf(s)
+	}
+	if !cur.IsValid() || cur.Type() != t.value.Type() || cur.Len() < t.n {
+		delete(p.chain.tails, name)
 		return
 	}
-	t.writes = append(t.writes, w)
-	t.enc = append(t.enc, b)
+	grown := cur.Slice(t.n, cur.Len())
+	off := 0
+	for _, w := range ws {
+		wv := reflect.ValueOf(w.value())
+		if wv.Kind() != reflect.Slice || wv.Type() != cur.Type() || off+wv.Len() > grown.Len() || !sameElems(grown.Slice(off, off+wv.Len()), wv) {
+			off = -1
+			break
+		}
+		off += wv.Len()
+	}
+	if off == grown.Len() {
+		for i, w := range ws {
+			t.writes = append(t.writes, reflect.ValueOf(w.value()))
+			t.enc = append(t.enc, enc[i])
+		}
+	} else {
+		c := reflect.New(cur.Type())
+		c.Elem().Set(reflect.MakeSlice(cur.Type(), grown.Len(), grown.Len()))
+		reflect.Copy(c.Elem(), grown)
+		b, err := p.codec.Marshal(c.Interface())
+		if err != nil {
+			delete(p.chain.tails, name)
+			return
+		}
+		t.writes = append(t.writes, c.Elem())
+		t.enc = append(t.enc, b)
+	}
+	t.n = cur.Len()
 }
 
 var (
@@ -719,7 +756,7 @@ func (p *persister[S]) newTail(k AnyKey[S], s *S, b []byte) *fullTail {
 	}
 	c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
 	reflect.Copy(c, v)
-	return &fullTail{base: b, value: c}
+	return &fullTail{base: b, value: c, n: v.Len()}
 }
 
 // spliceFull returns the JSON of key k's value in s built from its tail, or
@@ -834,9 +871,7 @@ func (p *persister[S]) encodeHeld() error {
 				}
 				p.deltas[name] = enc
 				p.diffSize += size
-				for i, w := range h.ws {
-					p.chain.addTail(name, w.value(), enc[i])
-				}
+				p.addTail(k, &p.r.state, h.ws, enc)
 				continue
 			}
 		}
