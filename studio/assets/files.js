@@ -88,7 +88,8 @@ export class FilesPane {
     }
     if (this.loading !== controller) return;
     const files = entries.filter((f) => !f.is_dir);
-    files.sort((a, b) => (b.modified || "").localeCompare(a.modified || "") || a.path.localeCompare(b.path));
+    const time = (f) => Date.parse(f.modified) || 0;
+    files.sort((a, b) => time(b) - time(a) || a.path.localeCompare(b.path));
     this.els.note.textContent = files.length === 1 ? "1 file" : `${files.length} files`;
     if (files.length === 0) {
       this.els.list.replaceChildren(h("li", { class: "muted" }, "No files in this thread's sandbox yet."));
