@@ -234,12 +234,16 @@ func agWide(w Workload, opts []graph.CompileOption, runOpts func() []graph.RunOp
 	}
 	b := graph.New[wideState](keys...)
 	for _, step := range wideSteps {
+		read := index[step.Read]
+		writes := make([]*graph.Key[wideState, any], len(step.Write))
+		for i, k := range step.Write {
+			writes[i] = typed[k]
+		}
 		b.AddNodeFunc(step.Name, func(_ context.Context, s wideState) (graph.Update[wideState], error) {
-			view := map[string]any{step.Read: s.V[index[step.Read]]}
-			out := wideWrites(view, step, w.N)
-			ws := make([]graph.Write[wideState], 0, len(out))
-			for _, k := range step.Write {
-				ws = append(ws, typed[k].Set(out[k]))
+			out := wideWritesOf(s.V[read], step, w.N)
+			ws := make([]graph.Write[wideState], len(writes))
+			for i, k := range writes {
+				ws[i] = k.Set(out[step.Write[i]])
 			}
 			return graph.Updates(ws...), nil
 		})

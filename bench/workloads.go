@@ -167,7 +167,11 @@ var (
 // wideWrites is a wide_state node: list keys get the read value as a list,
 // dict keys its last element, other keys a random string of n letters.
 func wideWrites(state map[string]any, step wideStep, n int) map[string]any {
-	val := state[step.Read]
+	return wideWritesOf(state[step.Read], step, n)
+}
+
+// wideWritesOf is wideWrites given the value of the key the step reads.
+func wideWritesOf(val any, step wideStep, n int) map[string]any {
 	if s, ok := val.(string); ok {
 		val = map[string]any{s: s}
 	}
