@@ -32,40 +32,39 @@ func cgroupDir(controller, id string) string {
 	return filepath.Join(cgroupRoot, controller, "agentgraph", id)
 }
 
-// joinCgroups creates the sandbox's cgroups if needed, sets their limits and moves pid into them. All
-// commands of a sandbox share its limits, as processes of one machine would. lim.has says this process
-// wrote the limits of an existing cgroup before, so only the move is left; lim.set records that it has.
-func joinCgroups(id string, lim sandbox.Limits, pid int, mem limitMemory) error {
+// prepareCgroups creates the sandbox's cgroups if needed, sets their limits and returns their directories.
+// The zygote forks the sandbox's commands from a thread that has joined them, so a command starts inside
+// and no process is moved per command. All commands of a sandbox share its limits, as processes of one
+// machine would. lim.has says this process wrote the limits of an existing cgroup before; lim.set records
+// that it has.
+func prepareCgroups(id string, lim sandbox.Limits, mem limitMemory) ([]string, error) {
 	files := map[string]map[string]string{
 		"memory": {"memory.limit_in_bytes": strconv.FormatInt(lim.MemoryBytes, 10), "memory.swappiness": "0"},
 		"pids":   {"pids.max": strconv.Itoa(lim.Pids)},
 		"cpu":    {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": strconv.Itoa(int(lim.CPUs * 100000))},
 	}
+	var dirs []string
 	for _, c := range cgroupControllers {
 		dir := cgroupDir(c, id)
+		dirs = append(dirs, dir)
 		// Limits are written into an existing cgroup too, unless this process wrote them: a concurrent
 		// command of another process may have made it an instant ago and not have written them yet.
 		made, err := mkCgroup(dir)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !made && mem.has(c) {
-			if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err == nil {
-				continue
-			}
+			continue
 		}
 		for name, v := range files[c] {
 			if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o644); err != nil &&
 				name != "memory.swappiness" { // absent on some kernels; the limit itself is what matters
-				return fmt.Errorf("set %s: %w", name, err)
+				return nil, fmt.Errorf("set %s: %w", name, err)
 			}
 		}
 		mem.set(c)
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
-			return fmt.Errorf("join %s cgroup: %w", c, err)
-		}
 	}
-	return nil
+	return dirs, nil
 }
 
 // limitMemory remembers which cgroups of a sandbox got their limits from this process.

@@ -241,6 +241,9 @@ func (s *sbx) removeCgroups(ctx context.Context) error {
 	s.b.mu.Lock()
 	delete(s.b.limited, s.id)
 	s.b.mu.Unlock()
+	if s.b.cfg.cgroups {
+		s.b.dropCgroups(s.id)
+	}
 	return removeCgroups(ctx, s.id)
 }
 

@@ -172,13 +172,19 @@ func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, dis
 	if err != nil {
 		return err
 	}
+	var cgroups []string
+	if s.b.cfg.cgroups {
+		if cgroups, err = prepareCgroups(s.id, m.Limits, s.b.cgroupLimited(s.id)); err != nil {
+			return fmt.Errorf("limit %s with cgroups: %w (or use local.WithoutCgroups)", s.id, err)
+		}
+	}
 	f, err := openHelperFiles(s, cfg.MountFDs)
 	if err != nil {
 		return err
 	}
 	// The child has its own copies; the parent keeps its end of the go-ahead pipe only until setup ends.
 	defer closeFiles(f.home, f.tmp, f.goW)
-	st, execd, exited, err := p.startHelper(m, raw, f)
+	st, execd, exited, err := p.startHelper(m, raw, cgroups, f)
 	if err != nil {
 		return err
 	}
@@ -191,12 +197,8 @@ func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, dis
 		}
 		p.stopProxy = serveEgress(l, s.b.cfg.egress, s.b.cfg.egressDial)
 	}
-	if err := p.limitAndRecord(m); err != nil {
-		err = p.abandon(err)
-		if setupErr := <-execd; setupErr != nil { // the child's own failure, which the limit error may hide
-			return fmt.Errorf("%w: setting up %s failed: %v", sandbox.ErrUnsupported, s.id, setupErr)
-		}
-		return err
+	if err := p.writeRecord(); err != nil {
+		return p.abandon(err)
 	}
 	if err := p.configure(ctx, f.goW, execd); err != nil {
 		p.removeRecord()
@@ -247,7 +249,7 @@ func closeFiles(files ...*os.File) {
 
 // startHelper has the zygote fork the command's process in new namespaces with the child's ends of f,
 // which the parent then closes. On failure it closes the output pipes too.
-func (p *proc) startHelper(m *meta, cfg []byte, f *helperFiles) (zstart, <-chan error, <-chan syscall.WaitStatus, error) {
+func (p *proc) startHelper(m *meta, cfg []byte, cgroups []string, f *helperFiles) (zstart, <-chan error, <-chan syscall.WaitStatus, error) {
 	cloneflags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
 		syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS)
 	if !m.HostNetwork {
@@ -259,7 +261,7 @@ func (p *proc) startHelper(m *meta, cfg []byte, f *helperFiles) (zstart, <-chan 
 	var exited <-chan syscall.WaitStatus
 	if err == nil {
 		st, execd, exited = z.spawn(zmsg{Cloneflags: cloneflags, HostUID: m.HostUID, HostGID: hostGID(m.HostUID), Config: cfg,
-			Egress: m.Egress},
+			Egress: m.Egress, Cgroups: cgroups},
 			[]*os.File{f.outW, f.errOutW, f.goR, f.home, f.tmp})
 		err = st.err
 	}
@@ -308,17 +310,11 @@ func (p *proc) abandon(err error) error {
 	return err
 }
 
-// limitAndRecord puts the process into the sandbox's cgroups, when they are used, and records it in the
-// sandbox's run directory, so that Stop and Reap find it from any process. The process sets its sandbox up
-// meanwhile (moving it into a cgroup can wait for an RCU grace period, milliseconds on a busy machine) and
-// waits for the go-ahead before its command starts.
-func (p *proc) limitAndRecord(m *meta) error {
+// writeRecord notes the process's start in the sandbox's run directory, so that Stop and Reap find it from any
+// process, and the memory cgroup's OOM kill count, so its ending can tell an OOM kill. The process sets
+// its sandbox up meanwhile and waits for the go-ahead before its command starts.
+func (p *proc) writeRecord() error {
 	s := p.s
-	if s.b.cfg.cgroups {
-		if err := joinCgroups(s.id, m.Limits, p.pid, s.b.cgroupLimited(s.id)); err != nil {
-			return fmt.Errorf("limit %s with cgroups: %w (or use local.WithoutCgroups)", s.id, err)
-		}
-	}
 	p.oomBefore = -1
 	if s.b.cfg.cgroups {
 		p.oomBefore = oomKills(s.id)

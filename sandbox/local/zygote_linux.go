@@ -25,7 +25,7 @@ const zygoteArg0 = "agentgraph-sandbox-zygote"
 // beside it as SCM_RIGHTS: with "spawn", the command's stdout and stderr, the read end of its go-ahead pipe
 // and its home and /tmp; with "started", a pidfd of the command's process.
 type zmsg struct {
-	Kind       string // spawn, started, execd, exited
+	Kind       string // spawn, started, execd, exited, drop
 	ID         uint64
 	Cloneflags uintptr         `json:",omitempty"`
 	HostUID    int             `json:",omitempty"`
@@ -35,6 +35,9 @@ type zmsg struct {
 	Status     int             `json:",omitempty"` // syscall.WaitStatus of an exited process
 	Err        string          `json:",omitempty"`
 	Egress     bool            `json:",omitempty"` // spawn: make the egress proxy's listener in the new network
+	// Cgroups are the sandbox's cgroup directories (root only): with spawn, the process starts in them;
+	// with drop, the zygote's thread in them ends once their commands have.
+	Cgroups []string `json:",omitempty"`
 }
 
 const spawnFDs = 5
@@ -42,6 +45,10 @@ const spawnFDs = 5
 // zygoteMain serves spawn requests until the parent closes the socket (or dies), then exits; the processes
 // it started die with it (their parent-death signal).
 func zygoteMain() {
+	// The main thread stays with this goroutine, so no forker (see forkers) ever runs on it: a goroutine
+	// that exits locked to the main thread leaves that thread parked rather than ended, and it would stay
+	// in a sandbox's cgroups.
+	runtime.LockOSThread()
 	c, err := net.FileConn(os.NewFile(3, "zygote"))
 	if err != nil {
 		os.Exit(3)
@@ -52,6 +59,7 @@ func zygoteMain() {
 	}
 	statics, staticsErr := loadStatics()
 	templates := &rootTemplates{}
+	threads := &forkers{}
 	uc := c.(*net.UnixConn)
 	var wmu sync.Mutex
 	send := func(m zmsg, fds ...int) {
@@ -73,6 +81,10 @@ func zygoteMain() {
 		}
 		var m zmsg
 		fds := parseRights(oob[:oobn])
+		if len(fds) == 0 && json.Unmarshal(buf[:n], &m) == nil && m.Kind == "drop" {
+			threads.drop(m.Cgroups)
+			continue
+		}
 		if json.Unmarshal(buf[:n], &m) != nil || m.Kind != "spawn" || len(fds) != spawnFDs || staticsErr != nil {
 			for _, fd := range fds {
 				unix.Close(fd)
@@ -84,13 +96,13 @@ func zygoteMain() {
 			send(zmsg{Kind: "started", ID: m.ID, Err: why})
 			continue
 		}
-		go spawnChild(m, fds, statics, templates, send)
+		go spawnChild(m, fds, statics, templates, threads, send)
 	}
 }
 
 // spawnChild forks one command's process, maps its ids, reports it started, reports whether its setup
 // reached the final exec, and reports its exit.
-func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTemplates, send func(zmsg, ...int)) {
+func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTemplates, threads *forkers, send func(zmsg, ...int)) {
 	closeAll := func() {
 		for _, fd := range fds {
 			unix.Close(fd)
@@ -138,7 +150,18 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 		fail(err)
 		return
 	}
-	pid, err := forkChild(m.Cloneflags, prog, errPipe[1])
+	var pid int
+	if len(m.Cgroups) > 0 {
+		f := threads.acquire(m.Cgroups)
+		defer threads.release(f) // after the wait below: the thread outlives its commands
+		f.do(func(joinErr error) {
+			if err = joinErr; err == nil {
+				pid, err = forkChild(m.Cloneflags, prog, errPipe[1])
+			}
+		})
+	} else {
+		pid, err = forkChild(m.Cloneflags, prog, errPipe[1])
+	}
 	closeAll()
 	unix.Close(errPipe[1])
 	unix.Close(mapPipe[0])
@@ -146,7 +169,7 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 	defer unix.Close(mapPipe[1])
 	defer unix.Close(errPipe[0])
 	if err != nil {
-		fail(fmt.Errorf("clone: %w", err))
+		fail(fmt.Errorf("start the process: %w", err))
 		return
 	}
 	pidfd, listener := -1, -1
@@ -418,6 +441,13 @@ func (z *zygote) spawn(m zmsg, files []*os.File) (zstart, <-chan error, <-chan s
 	return st, execd, exited
 }
 
+// drop tells the zygote that the sandbox with these cgroups is being stopped or deleted, so its thread in
+// them ends as soon as their commands have.
+func (z *zygote) drop(cgroups []string) {
+	data, _ := json.Marshal(zmsg{Kind: "drop", Cgroups: cgroups})
+	z.conn.WriteMsgUnix(data, nil, nil)
+}
+
 // close ends the zygote: it sees EOF, exits, and the helpers it started die with it.
 func (z *zygote) close() {
 	z.conn.Close()
@@ -447,6 +477,22 @@ func (b *Backend) zygote() (*zygote, error) {
 	}
 	b.zyg = z
 	return z, nil
+}
+
+// dropCgroups lets the zygote's thread in the sandbox's cgroups, if there is one, end once their commands
+// have, so that the cgroups can be removed.
+func (b *Backend) dropCgroups(id string) {
+	b.zmu.Lock()
+	z := b.zyg
+	b.zmu.Unlock()
+	if z == nil {
+		return
+	}
+	var dirs []string
+	for _, c := range cgroupControllers {
+		dirs = append(dirs, cgroupDir(c, id))
+	}
+	z.drop(dirs)
 }
 
 // listenIn makes a TCP socket listening on 127.0.0.1:port in the network namespace of process pid (bringing

@@ -1,0 +1,139 @@
+package local
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A cgroup v1 hierarchy lets each thread belong to its own cgroup, and a forked process starts in the
+// cgroups of the thread that forked it. The zygote therefore forks a sandbox's commands from a thread of
+// its own that has joined the sandbox's cgroups, instead of moving every new process into them: a move
+// takes the kernel's cgroup write lock, which waits for an RCU grace period, milliseconds on a busy
+// machine, for every command.
+//
+// A command's parent-death signal follows the thread that forked it, so the thread lives while any of its
+// commands does. It ends (and so leaves the cgroups, which can then be removed) once it has none and either
+// the backend released the sandbox (Stop, Delete) or no command came for forkerIdle; a Stop from another
+// process waits that long at most for the cgroups to empty.
+const forkerIdle = 500 * time.Millisecond
+
+// forkers are the zygote's threads in sandboxes' cgroups, by the cgroup directories they joined.
+type forkers struct {
+	mu    sync.Mutex
+	byKey map[string]*forker
+}
+
+type forker struct {
+	key      string
+	jobs     chan func(joinErr error)
+	wake     chan struct{}
+	live     int  // uses: commands being forked or not yet reaped; under forkers.mu
+	released bool // under forkers.mu
+}
+
+// acquire returns the forker of dirs, starting one if there is none, and counts one use of it, which
+// release ends. The forker has not necessarily joined the cgroups yet: run's jobs find out.
+func (fs *forkers) acquire(dirs []string) *forker {
+	key := strings.Join(dirs, "\x00")
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	f := fs.byKey[key]
+	if f == nil {
+		if fs.byKey == nil {
+			fs.byKey = map[string]*forker{}
+		}
+		f = &forker{key: key, jobs: make(chan func(error)), wake: make(chan struct{}, 1)}
+		fs.byKey[key] = f
+		go fs.run(f, dirs)
+	}
+	f.live++
+	return f
+}
+
+// release ends one use of f.
+func (fs *forkers) release(f *forker) {
+	fs.mu.Lock()
+	f.live--
+	fs.mu.Unlock()
+	f.poke()
+}
+
+func (f *forker) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drop lets the forker of dirs end as soon as it has no commands: the sandbox is being stopped or deleted.
+func (fs *forkers) drop(dirs []string) {
+	key := strings.Join(dirs, "\x00")
+	fs.mu.Lock()
+	f := fs.byKey[key]
+	if f != nil {
+		f.released = true
+		delete(fs.byKey, key)
+	}
+	fs.mu.Unlock()
+	if f != nil {
+		f.poke()
+	}
+}
+
+// run joins dirs on a thread of its own and runs f's jobs there, telling each whether the join worked. It
+// returns, and the thread ends with it (a goroutine that exits locked takes its thread along), when f is
+// not used and was dropped, idle, or could not join.
+func (fs *forkers) run(f *forker, dirs []string) {
+	runtime.LockOSThread() // never unlocked: see above
+	joinErr := joinThread(dirs)
+	idle := time.NewTimer(forkerIdle)
+	defer idle.Stop()
+	for {
+		timedOut := false
+		select {
+		case job := <-f.jobs:
+			job(joinErr)
+		case <-f.wake:
+		case <-idle.C:
+			timedOut = true
+		}
+		fs.mu.Lock()
+		if f.live == 0 && (f.released || timedOut || joinErr != nil) {
+			if fs.byKey[f.key] == f {
+				delete(fs.byKey, f.key)
+			}
+			fs.mu.Unlock()
+			return
+		}
+		fs.mu.Unlock()
+		idle.Reset(forkerIdle)
+	}
+}
+
+// joinThread moves the calling thread (only it) into the cgroups at dirs.
+func joinThread(dirs []string) error {
+	tid := []byte(strconv.Itoa(unix.Gettid()))
+	for _, d := range dirs {
+		if err := os.WriteFile(d+"/tasks", tid, 0); err != nil {
+			return fmt.Errorf("join cgroup %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// do runs job on f's thread and waits for it; job gets the error of joining the cgroups, if any.
+func (f *forker) do(job func(joinErr error)) {
+	done := make(chan struct{})
+	f.jobs <- func(joinErr error) {
+		job(joinErr)
+		close(done)
+	}
+	<-done
+}
