@@ -53,5 +53,21 @@ func containers(t testing.TB, b *gvisor.Backend) []string {
 }
 
 func TestConformance(t *testing.T) {
+	// Debian 12's runsc (a 2022 build) refuses statx with AT_NO_AUTOMOUNT,
+	// which coreutils' ls -l passes, so one case of the suite cannot pass
+	// with it. bash .ci/run builds a newer runsc and names it in
+	// AGENTGRAPH_RUNSC; elsewhere, say what to do instead of failing.
+	if b := newBackend(t); os.Getenv("CI") == "" && debianRunsc2022(t, b.Runsc()) {
+		t.Skip("Debian 12's runsc (2022) breaks ls -l inside gVisor: set AGENTGRAPH_RUNSC to a newer runsc (bash .ci/run builds one) to run the conformance suite")
+	}
 	sandboxtest.Run(t, func(t *testing.T) sandbox.Backend { return newBackend(t) })
+}
+
+// debianRunsc2022 reports whether the runsc at path is Debian 12's build.
+func debianRunsc2022(t *testing.T, path string) bool {
+	out, err := exec.Command(path, "--version").Output()
+	if err != nil {
+		t.Fatalf("%s --version: %v", path, err)
+	}
+	return strings.Contains(string(out), "0.0~2022")
 }
