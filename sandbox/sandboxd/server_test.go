@@ -2,7 +2,9 @@ package sandboxd_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentgraph/agentgraph/sandbox"
 	"github.com/agentgraph/agentgraph/sandbox/local"
 	"github.com/agentgraph/agentgraph/sandbox/sandboxd"
 )
@@ -31,7 +34,7 @@ func server(t *testing.T, opts []sandboxd.Option, limits ...sandboxd.Limits) (st
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { lb.Close() })
+	t.Cleanup(func() { deleteAll(t, lb); lb.Close() })
 	keys := &sandboxd.Keys{}
 	var secrets []string
 	for _, l := range limits {
@@ -421,7 +424,7 @@ func TestStateFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lb.Close()
+	defer func() { deleteAll(t, lb); lb.Close() }()
 	keys := &sandboxd.Keys{}
 	secret, _, _ := keys.Add("k", sandboxd.Limits{})
 	start := func() string {
@@ -436,5 +439,26 @@ func TestStateFile(t *testing.T) {
 	id := create(t, start(), secret, `{}`)
 	if a := call(t, "GET", start()+"/sandboxes/"+id, secret, ""); a.status != 200 {
 		t.Errorf("after a restart: %d %s", a.status, a.body)
+	}
+}
+
+// deleteAll deletes every sandbox of the backend, so a test leaves no
+// sandbox, mount or cgroup behind.
+func deleteAll(t *testing.T, b *local.Backend) {
+	t.Helper()
+	ctx := context.Background()
+	infos, err := b.List(ctx, sandbox.Filter{})
+	if err != nil {
+		t.Errorf("list: %v", err)
+		return
+	}
+	for _, in := range infos {
+		sb, err := b.Get(ctx, in.ID)
+		if err == nil {
+			err = sb.Delete(ctx)
+		}
+		if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+			t.Errorf("delete %s: %v", in.ID, err)
+		}
 	}
 }
