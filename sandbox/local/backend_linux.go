@@ -513,5 +513,29 @@ func (s *sbx) readMeta() (*meta, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("sandbox %s: corrupt record: %w", s.id, err)
 	}
+	if !m.DiskImage {
+		if err := s.moveToDiskDir(); err != nil {
+			return nil, err
+		}
+	}
 	return &m, nil
+}
+
+// moveToDiskDir brings a sandbox made before home and /tmp lived under the
+// disk directory into today's layout: its files stay, in plain
+// directories. It does nothing for a sandbox already laid out so.
+func (s *sbx) moveToDiskDir() error {
+	oldHome := filepath.Join(s.dir, "home")
+	if _, err := os.Lstat(oldHome); err != nil {
+		return nil
+	}
+	if err := os.Mkdir(s.diskDir(), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("sandbox %s: move its files to %s: %w", s.id, s.diskDir(), err)
+	}
+	for _, d := range [][2]string{{oldHome, s.home()}, {filepath.Join(s.dir, "tmp"), s.tmp()}} {
+		if err := os.Rename(d[0], d[1]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("sandbox %s: move its files to %s: %w", s.id, s.diskDir(), err)
+		}
+	}
+	return nil
 }
