@@ -94,16 +94,23 @@ func mkCgroup(dir string) (bool, error) {
 }
 
 // removeCgroups removes the sandbox's cgroups, waiting briefly for dying processes to leave them.
+// cgroupDrain bounds how long removing a sandbox's cgroups waits for them
+// to empty.
+const cgroupDrain = 15 * time.Second
+
 func removeCgroups(ctx context.Context, id string) error {
 	var errs []error
+	// A cgroup stays busy until its last task is reaped, which on a loaded
+	// machine can take a while after the kill: wait up to cgroupDrain.
+	deadline := time.Now().Add(cgroupDrain)
 	for _, c := range cgroupControllers {
 		dir := cgroupDir(c, id)
-		for attempt := 0; ; attempt++ {
+		for {
 			err := unix.Rmdir(dir)
 			if err == nil || errors.Is(err, unix.ENOENT) {
 				break
 			}
-			if !errors.Is(err, unix.EBUSY) || attempt >= 200 {
+			if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
 				errs = append(errs, fmt.Errorf("remove cgroup %s: %w", dir, err))
 				break
 			}
