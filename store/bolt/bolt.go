@@ -133,6 +133,10 @@ var _ interface {
 	store.Sweeper
 } = (*Store)(nil)
 
+// initialMmap is the address space a store file is mapped with at first:
+// reserved, not used, until the file grows into it.
+const initialMmap = 64 << 20
+
 // Open opens the store file at path, creating it if it does not exist.
 // Only one process may have the file open: Open waits up to WithTimeout for
 // another to close it, then fails with ErrLocked. It fails with ErrNotBolt
@@ -151,6 +155,9 @@ func Open(path string, opts ...OpenOption) (*Store, error) {
 		Timeout:        o.timeout,
 		NoFreelistSync: true,
 		FreelistType:   bbolt.FreelistMapType,
+		// A file growing past its map is remapped under a lock that waits
+		// for every read transaction; mapping ahead makes that rare.
+		InitialMmapSize: initialMmap,
 	})
 	switch {
 	case err == nil:
