@@ -315,7 +315,9 @@ func WithResume(v any) RunOption {
 // again, and its Gotos and Sends add tasks to that step. Without it, input
 // to a thread starts a new run and the pending step is dropped (its Sends
 // are kept). Pending interrupts are raised again: answer them with
-// WithResume or WithResumeByID, which continue the step the same way.
+// WithResume or WithResumeByID, which continue the step the same way. On a
+// thread with nothing pending, the input starts a run as usual, and an
+// empty input runs nothing: continuing a finished thread is not an error.
 func WithContinue() RunOption {
 	return runOption(func(r *runConfig) { r.resume = &resumeSpec{none: true} })
 }

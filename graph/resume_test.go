@@ -247,3 +247,28 @@ func TestInputWithGotoIsACommand(t *testing.T) {
 		t.Fatalf("log %v err %v", res.State.Log, err)
 	}
 }
+
+func TestContinueWithNothingPending(t *testing.T) {
+	ctx := context.Background()
+	b := newG()
+	b.AddNode("a", logNode("a")).AddEdge(graph.START, "a")
+	g := mustCompile(t, b, graph.WithSaver(checkpoint.NewMemory()))
+	th := graph.WithThread("done")
+	if _, err := g.Invoke(ctx, graph.Updates(Log.Add("in")), th); err != nil {
+		t.Fatal(err)
+	}
+	// A finished thread: continuing it runs nothing and returns its state.
+	res, err := g.Invoke(ctx, graph.Updates[St](), th, graph.WithContinue())
+	if err != nil || !slices.Equal(res.State.Log, []string{"in", "a"}) {
+		t.Fatalf("continue a finished thread: %+v %v", res, err)
+	}
+	// With input, it starts a run.
+	res, err = g.Invoke(ctx, graph.Updates(Log.Add("more")), th, graph.WithContinue())
+	if err != nil || !slices.Equal(res.State.Log, []string{"in", "a", "more", "a"}) {
+		t.Fatalf("continue with input: %+v %v", res, err)
+	}
+	// A value for an interrupt that is not there is still an error.
+	if _, err := g.Invoke(ctx, graph.Updates[St](), th, graph.WithResume("x")); err == nil {
+		t.Fatal("WithResume on a finished thread succeeded")
+	}
+}

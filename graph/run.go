@@ -201,9 +201,12 @@ func (g *Graph[S]) runWith(r *runner[S], ctx context.Context, input Update[S], o
 		}()
 	}
 	resuming := len(pending) > 0 && (!hasInput || r.rc.resume != nil)
-	if r.rc.resume != nil && !resuming {
+	if r.rc.resume != nil && !resuming && !r.rc.resume.none {
 		return res, fmt.Errorf("graph: thread %q has no pending step to resume: call Invoke without graph.WithResume to start a new run", r.rc.cfg.ThreadID)
 	}
+	// WithContinue on a thread with nothing pending: its input, if any,
+	// starts a run; without input there is nothing to run. A run taken up
+	// again after its process died may find its work all saved already.
 	var tasks []*task[S]
 	switch {
 	case resuming:

@@ -314,6 +314,15 @@ func TestKillOneOfThree(t *testing.T) {
 		t.Fatal(err)
 	}
 	if total != threads*perThread || success != total || ends != total {
+		rows, _ := pool.Query(ctx, `SELECT run_id, status, attempt, coalesce(result::text, '') FROM agentgraph_server_runs WHERE status <> 'success'`)
+		for rows.Next() {
+			var id, status, result string
+			var attempt int
+			if rows.Scan(&id, &status, &attempt, &result) == nil {
+				t.Logf("run %s: %s after %d attempts: %s", id, status, attempt, result)
+			}
+		}
+		rows.Close()
 		t.Fatalf("runs %d, succeeded %d, streams ended %d; want %d of each", total, success, ends, threads*perThread)
 	}
 	if retried == 0 {
