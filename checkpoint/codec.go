@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"unsafe"
 
@@ -117,11 +118,18 @@ type anyEncoder struct {
 type span struct{ p, n uintptr }
 
 func (e *anyEncoder) again(id span) bool {
-	if r, ok := e.seen[id]; ok {
-		e.b = append(e.b, e.b[r.p:r.p+r.n]...)
-		return true
+	r, ok := e.seen[id]
+	if !ok {
+		return false
 	}
-	return false
+	if cap(e.b)-len(e.b) < int(r.n) {
+		// Copies of repeated values make large outputs, and append grows a
+		// large slice by a quarter at a time, copying it again and again:
+		// double it instead.
+		e.b = slices.Grow(e.b, max(int(r.n), cap(e.b)))
+	}
+	e.b = append(e.b, e.b[r.p:r.p+r.n]...)
+	return true
 }
 
 func (e *anyEncoder) remember(id span, start int) {
