@@ -18,13 +18,19 @@ import (
 // takes the kernel's cgroup write lock, which waits for an RCU grace period, milliseconds on a busy
 // machine, for every command.
 //
+// The thread of a sandbox without network also holds the sandbox's network namespace: it unshares one
+// (loopback only) when it starts, its commands are forked into it, and it goes when the thread and its
+// commands have. A sandbox's commands thus share a loopback, as the processes of one container do; landlock
+// still forbids them TCP, and scopes abstract unix sockets to each command.
+//
 // A command's parent-death signal follows the thread that forked it, so the thread lives while any of its
 // commands does. It ends (and so leaves the cgroups, which can then be removed) once it has none and either
 // the backend released the sandbox (Stop, Delete) or no command came for forkerIdle; a Stop from another
 // process waits that long at most for the cgroups to empty.
 const forkerIdle = 500 * time.Millisecond
 
-// forkers are the zygote's threads in sandboxes' cgroups, by the cgroup directories they joined.
+// forkers are the zygote's threads in sandboxes' cgroups, by the cgroup directories they joined and
+// whether they hold a network namespace.
 type forkers struct {
 	mu    sync.Mutex
 	byKey map[string]*forker
@@ -38,10 +44,20 @@ type forker struct {
 	released bool // under forkers.mu
 }
 
-// acquire returns the forker of dirs, starting one if there is none, and counts one use of it, which
-// release ends. The forker has not necessarily joined the cgroups yet: run's jobs find out.
-func (fs *forkers) acquire(dirs []string) *forker {
+// forkerKey names the forker of dirs, with its own network namespace or without.
+func forkerKey(dirs []string, network bool) string {
 	key := strings.Join(dirs, "\x00")
+	if network {
+		key += "\x00network"
+	}
+	return key
+}
+
+// acquire returns the forker of dirs (holding a network namespace if network is set), starting one if
+// there is none, and counts one use of it, which release ends. The forker has not necessarily joined the
+// cgroups or made its namespace yet: run's jobs find out.
+func (fs *forkers) acquire(dirs []string, network bool) *forker {
+	key := forkerKey(dirs, network)
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	f := fs.byKey[key]
@@ -51,7 +67,7 @@ func (fs *forkers) acquire(dirs []string) *forker {
 		}
 		f = &forker{key: key, jobs: make(chan func(error)), wake: make(chan struct{}, 1)}
 		fs.byKey[key] = f
-		go fs.run(f, dirs)
+		go fs.run(f, dirs, network)
 	}
 	f.live++
 	return f
@@ -72,27 +88,34 @@ func (f *forker) poke() {
 	}
 }
 
-// drop lets the forker of dirs end as soon as it has no commands: the sandbox is being stopped or deleted.
+// drop lets the forkers of dirs end as soon as they have no commands: the sandbox is being stopped or
+// deleted.
 func (fs *forkers) drop(dirs []string) {
-	key := strings.Join(dirs, "\x00")
-	fs.mu.Lock()
-	f := fs.byKey[key]
-	if f != nil {
-		f.released = true
-		delete(fs.byKey, key)
-	}
-	fs.mu.Unlock()
-	if f != nil {
-		f.poke()
+	for _, network := range []bool{false, true} {
+		key := forkerKey(dirs, network)
+		fs.mu.Lock()
+		f := fs.byKey[key]
+		if f != nil {
+			f.released = true
+			delete(fs.byKey, key)
+		}
+		fs.mu.Unlock()
+		if f != nil {
+			f.poke()
+		}
 	}
 }
 
-// run joins dirs on a thread of its own and runs f's jobs there, telling each whether the join worked. It
-// returns, and the thread ends with it (a goroutine that exits locked takes its thread along), when f is
-// not used and was dropped, idle, or could not join.
-func (fs *forkers) run(f *forker, dirs []string) {
+// run joins dirs on a thread of its own (and with network, moves it to a new network namespace) and runs
+// f's jobs there, telling each whether that worked. It returns, and the thread ends with it (a goroutine
+// that exits locked takes its thread along, and its namespaces with it), when f is not used and was
+// dropped, idle, or could not join.
+func (fs *forkers) run(f *forker, dirs []string, network bool) {
 	runtime.LockOSThread() // never unlocked: see above
 	joinErr := joinThread(dirs)
+	if joinErr == nil && network {
+		joinErr = ownNetwork()
+	}
 	idle := time.NewTimer(forkerIdle)
 	defer idle.Stop()
 	for {
@@ -126,6 +149,14 @@ func joinThread(dirs []string) error {
 		}
 	}
 	return nil
+}
+
+// ownNetwork moves the calling thread (only it) into a new network namespace and brings its loopback up.
+func ownNetwork() error {
+	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("make the sandbox's network namespace: %w", err)
+	}
+	return loopbackUp()
 }
 
 // do runs job on f's thread and waits for it; job gets the error of joining the cgroups, if any.

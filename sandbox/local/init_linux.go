@@ -38,6 +38,9 @@ type childConfig struct {
 	Symlinks    map[string]string // root-level symlinks: name -> target (the merged-usr links)
 	Landlock    bool
 	EgressPort  int // a proxy listens on 127.0.0.1 at this port; landlock lets TCP connect there only
+	// SandboxNetwork says the command joins the network namespace its sandbox's forker thread holds (see
+	// forkers), whose loopback is up already, rather than a new one of its own.
+	SandboxNetwork bool
 	// MountFDs says the home and /tmp descriptors are detached mounts (open_tree clones made by a root
 	// parent, because the sandbox's uid may not walk the host path); otherwise the child clones HomeSrc and
 	// TmpSrc itself, as the calling user, inside its own mount namespace.

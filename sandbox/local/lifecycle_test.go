@@ -190,6 +190,57 @@ func TestHostNetwork(t *testing.T) {
 	}
 }
 
+// TestNetworkPerSandbox: the commands of one sandbox share its loopback, as the processes of a container
+// do, and another sandbox's loopback is a different one. Sandbox b sends to the port a's listener holds
+// before a's second command does; the listener must get a's datagram first.
+func TestNetworkPerSandbox(t *testing.T) {
+	ctx := context.Background()
+	b := newBackend(t)
+	var boxes [2]sandbox.Sandbox
+	for i := range boxes {
+		s, err := b.Create(ctx, sandbox.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Delete(ctx)
+		boxes[i] = s
+	}
+	a, other := boxes[0], boxes[1]
+	listened := make(chan sandbox.ExecResult, 1)
+	go func() {
+		r, err := a.Exec(ctx, `python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 9999))
+open("ready", "w").close()
+s.settimeout(20)
+print(s.recv(100).decode())
+'`, sandbox.ExecOptions{Timeout: 30 * time.Second})
+		if err != nil {
+			r.Stderr += err.Error()
+		}
+		listened <- r
+	}()
+	send := func(s sandbox.Sandbox, what string) {
+		t.Helper()
+		r, err := s.Exec(ctx, fmt.Sprintf(`python3 -c '
+import socket
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"%s", ("127.0.0.1", 9999))
+'`, what), sandbox.ExecOptions{})
+		if err != nil || r.ExitCode != 0 {
+			t.Fatalf("send from %s: %+v, %v", s.ID(), r, err)
+		}
+	}
+	if r, err := a.Exec(ctx, `for i in $(seq 400); do [ -e ready ] && exit 0; sleep 0.05; done; exit 1`, sandbox.ExecOptions{}); err != nil || r.ExitCode != 0 {
+		t.Fatalf("the listener did not start: %+v, %v, %+v", r, err, <-listened)
+	}
+	send(other, "from another sandbox")
+	send(a, "from the same sandbox")
+	if r := <-listened; r.ExitCode != 0 || r.Stdout != "from the same sandbox\n" {
+		t.Errorf("the listener got %+v", r)
+	}
+}
+
 func TestPythonIsolatedByDefault(t *testing.T) {
 	ctx := context.Background()
 	b := newBackend(t)

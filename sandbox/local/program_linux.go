@@ -111,7 +111,7 @@ func childProgramFor(cfg *childConfig, fds childFDs, sec *sandboxStatics) (*chil
 	host := []byte(cfg.Hostname)
 	p.keep = append(p.keep, host)
 	sys("sethostname", unix.SYS_SETHOSTNAME, uintptr(unsafe.Pointer(&host[0])), uintptr(len(host)))
-	if !cfg.HostNetwork {
+	if !cfg.HostNetwork && !cfg.SandboxNetwork {
 		ifr := &ifreqFlags{flags: unix.IFF_UP | unix.IFF_LOOPBACK | unix.IFF_RUNNING}
 		copy(ifr.name[:], "lo")
 		sock := sys("socket for lo", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)

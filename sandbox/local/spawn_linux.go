@@ -168,15 +168,20 @@ func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, dis
 	if m.Egress {
 		cfg.EgressPort = EgressPort
 	}
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		return err
-	}
 	var cgroups []string
 	if s.b.cfg.cgroups {
+		var err error
 		if cgroups, err = prepareCgroups(s.id, m.Limits, s.b.cgroupLimited(s.id)); err != nil {
 			return fmt.Errorf("limit %s with cgroups: %w (or use local.WithoutCgroups)", s.id, err)
 		}
+	}
+	// A sandbox without network and without an egress proxy (which listens in each command's namespace)
+	// keeps one network namespace for all its commands, held by the zygote's thread in its cgroups: a
+	// namespace costs about a millisecond to make and as much again to tear down.
+	cfg.SandboxNetwork = len(cgroups) > 0 && !m.HostNetwork && !m.Egress
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return err
 	}
 	f, err := openHelperFiles(s, cfg.MountFDs)
 	if err != nil {
@@ -184,7 +189,7 @@ func (p *proc) spawn(ctx context.Context, m *meta, env []string, cwd string, dis
 	}
 	// The child has its own copies; the parent keeps its end of the go-ahead pipe only until setup ends.
 	defer closeFiles(f.home, f.tmp, f.goW)
-	st, execd, exited, err := p.startHelper(m, raw, cgroups, f)
+	st, execd, exited, err := p.startHelper(m, raw, cgroups, cfg.SandboxNetwork, f)
 	if err != nil {
 		return err
 	}
@@ -247,12 +252,13 @@ func closeFiles(files ...*os.File) {
 	}
 }
 
-// startHelper has the zygote fork the command's process in new namespaces with the child's ends of f,
+// startHelper has the zygote fork the command's process in new namespaces (but the network namespace of
+// its sandbox's forker thread when sandboxNetwork is set) with the child's ends of f,
 // which the parent then closes. On failure it closes the output pipes too.
-func (p *proc) startHelper(m *meta, cfg []byte, cgroups []string, f *helperFiles) (zstart, <-chan error, <-chan syscall.WaitStatus, error) {
+func (p *proc) startHelper(m *meta, cfg []byte, cgroups []string, sandboxNetwork bool, f *helperFiles) (zstart, <-chan error, <-chan syscall.WaitStatus, error) {
 	cloneflags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
 		syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS)
-	if !m.HostNetwork {
+	if !m.HostNetwork && !sandboxNetwork {
 		cloneflags |= syscall.CLONE_NEWNET
 	}
 	z, err := p.s.b.zygote()
@@ -261,7 +267,7 @@ func (p *proc) startHelper(m *meta, cfg []byte, cgroups []string, f *helperFiles
 	var exited <-chan syscall.WaitStatus
 	if err == nil {
 		st, execd, exited = z.spawn(zmsg{Cloneflags: cloneflags, HostUID: m.HostUID, HostGID: hostGID(m.HostUID), Config: cfg,
-			Egress: m.Egress, Cgroups: cgroups},
+			Egress: m.Egress, Cgroups: cgroups, SandboxNetwork: sandboxNetwork},
 			[]*os.File{f.outW, f.errOutW, f.goR, f.home, f.tmp})
 		err = st.err
 	}

@@ -38,6 +38,9 @@ type zmsg struct {
 	// Cgroups are the sandbox's cgroup directories (root only): with spawn, the process starts in them;
 	// with drop, the zygote's thread in them ends once their commands have.
 	Cgroups []string `json:",omitempty"`
+	// SandboxNetwork (spawn): the forker thread of Cgroups holds a network namespace of its own, and
+	// the command is forked into it instead of a new one.
+	SandboxNetwork bool `json:",omitempty"`
 }
 
 const spawnFDs = 5
@@ -152,7 +155,7 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 	}
 	var pid int
 	if len(m.Cgroups) > 0 {
-		f := threads.acquire(m.Cgroups)
+		f := threads.acquire(m.Cgroups, m.SandboxNetwork)
 		defer threads.release(f) // after the wait below: the thread outlives its commands
 		f.do(func(joinErr error) {
 			if err = joinErr; err == nil {
@@ -527,10 +530,11 @@ func listenIn(pid, port int) (int, error) {
 	return fd, lerr
 }
 
-func listenLoopback(port int) (int, error) {
+// loopbackUp brings up the loopback of the calling thread's network namespace.
+func loopbackUp() error {
 	ctl, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, err
+		return err
 	}
 	ifr, err := unix.NewIfreq("lo")
 	if err == nil {
@@ -539,7 +543,14 @@ func listenLoopback(port int) (int, error) {
 	}
 	unix.Close(ctl)
 	if err != nil {
-		return -1, fmt.Errorf("bring lo up: %w", err)
+		return fmt.Errorf("bring lo up: %w", err)
+	}
+	return nil
+}
+
+func listenLoopback(port int) (int, error) {
+	if err := loopbackUp(); err != nil {
+		return -1, err
 	}
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
