@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
-	"slices"
 	"strconv"
 	"unsafe"
 
@@ -15,7 +14,9 @@ import (
 // channel value, write and Send argument with its Codec before a Saver sees
 // it. JSON is the default; plug another (msgpack, encryption over JSON) by
 // implementing these two methods and passing it to the graph when
-// compiling. A Codec must round-trip every state type exactly.
+// compiling. A Codec must round-trip every state type exactly, and Marshal
+// must return bytes that no later call reuses: the graph keeps them in the
+// checkpoints it stores.
 type Codec interface {
 	Marshal(v any) ([]byte, error)
 	Unmarshal(data []byte, v any) error
@@ -99,8 +100,10 @@ func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(dat
 // reports false, having appended nothing useful, for anything else.
 func appendJSON(b []byte, v any) ([]byte, bool) {
 	e := anyEncoder{b: b}
-	ok := e.value(v)
-	return e.b, ok
+	if !e.value(v) {
+		return e.b, false
+	}
+	return e.bytes(), true
 }
 
 // anyEncoder writes JSON-shaped values. State often holds the same map or
@@ -108,27 +111,36 @@ func appendJSON(b []byte, v any) ([]byte, bool) {
 // lists); within one encoding, a map or list met again is copied from where
 // it was first written instead of being encoded again. Nothing changes the
 // values while they are encoded: the engine encodes between steps.
+//
+// The copies are made last: b holds the output without them, and copies
+// says where each goes and what it repeats, so the output is allocated once,
+// at its size, and each of its bytes written once. Copies of repeated lists
+// make outputs of megabytes from a few kilobytes of distinct JSON; growing
+// the output as it is written would copy it again and again.
 type anyEncoder struct {
-	b    []byte
-	seen map[span]span
+	b      []byte
+	seen   map[span]span
+	copies []repeat
+	grown  int // the bytes the copies add to b
 }
 
 // span is a slice's or map's identity (data pointer and length) as a key,
 // or a range of the output as a value.
 type span struct{ p, n uintptr }
 
+// repeat is a copy of the output's bytes [from, from+n) to go before b[at].
+type repeat struct{ at, from, n int }
+
+// pos is the length of the output so far, copies included.
+func (e *anyEncoder) pos() int { return len(e.b) + e.grown }
+
 func (e *anyEncoder) again(id span) bool {
 	r, ok := e.seen[id]
 	if !ok {
 		return false
 	}
-	if cap(e.b)-len(e.b) < int(r.n) {
-		// Copies of repeated values make large outputs, and append grows a
-		// large slice by a quarter at a time, copying it again and again:
-		// double it instead.
-		e.b = slices.Grow(e.b, max(int(r.n), cap(e.b)))
-	}
-	e.b = append(e.b, e.b[r.p:r.p+r.n]...)
+	e.copies = append(e.copies, repeat{at: len(e.b), from: int(r.p), n: int(r.n)})
+	e.grown += int(r.n)
 	return true
 }
 
@@ -136,7 +148,23 @@ func (e *anyEncoder) remember(id span, start int) {
 	if e.seen == nil {
 		e.seen = map[span]span{}
 	}
-	e.seen[id] = span{uintptr(start), uintptr(len(e.b) - start)}
+	e.seen[id] = span{uintptr(start), uintptr(e.pos() - start)}
+}
+
+// bytes returns the output with its copies made. A copy repeats bytes
+// before it, so they are in place by the time it is made.
+func (e *anyEncoder) bytes() []byte {
+	if len(e.copies) == 0 {
+		return e.b
+	}
+	out := make([]byte, 0, e.pos())
+	done := 0
+	for _, c := range e.copies {
+		out = append(out, e.b[done:c.at]...)
+		done = c.at
+		out = append(out, out[c.from:c.from+c.n]...)
+	}
+	return append(out, e.b[done:]...)
 }
 
 func (e *anyEncoder) value(v any) bool {
@@ -165,7 +193,7 @@ func (e *anyEncoder) value(v any) bool {
 		if len(x) > 0 && e.again(id) {
 			return true
 		}
-		start := len(e.b)
+		start := e.pos()
 		e.b = append(e.b, '[')
 		for i, el := range x {
 			if i > 0 {
@@ -188,7 +216,7 @@ func (e *anyEncoder) value(v any) bool {
 		if len(x) > 0 && e.again(id) {
 			return true
 		}
-		start := len(e.b)
+		start := e.pos()
 		e.b = append(e.b, '{')
 		first := true
 		for k, el := range x {

@@ -86,22 +86,32 @@ func TestJSONAppenderSlices(t *testing.T) {
 	}
 }
 
-// A map or list that appears several times is written each time in full.
+// A map or list that appears several times is written each time in full,
+// also when what repeats holds repeats itself, and the output is allocated
+// at its size.
 func TestJSONFastPathRepeats(t *testing.T) {
 	inner := map[string]any{"k": []any{"a", 1.0}}
 	list := []any{inner, inner}
-	var v any = map[string]any{"x": list, "y": list, "z": []any{list, inner, list[:1]}}
-	got, err := JSON.Marshal(&v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back, want any
-	if err := json.Unmarshal(got, &back); err != nil {
-		t.Fatal(err)
-	}
-	std, _ := json.Marshal(v)
-	json.Unmarshal(std, &want)
-	if !reflect.DeepEqual(back, want) {
-		t.Fatalf("got %s\nwant %s", got, std)
+	outer := []any{list, inner, list, "<&>"}
+	for _, v := range []any{
+		map[string]any{"x": list, "y": list, "z": []any{list, inner, list[:1]}},
+		[]any{outer, map[string]any{"o": outer, "l": list}, outer, []any{outer, outer[:2]}},
+	} {
+		got, err := JSON.Marshal(&v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back, want any
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatal(err)
+		}
+		std, _ := json.Marshal(v)
+		json.Unmarshal(std, &want)
+		if !reflect.DeepEqual(back, want) {
+			t.Fatalf("got %s\nwant %s", got, std)
+		}
+		if len(got) != len(std) || cap(got) != len(got) {
+			t.Errorf("output of %d bytes with room for %d, want %d", len(got), cap(got), len(std))
+		}
 	}
 }
