@@ -15,7 +15,9 @@ import (
 // use. Put keeps a checkpoint in its binary form (Checkpoint.AppendBinary),
 // a fraction of the memory of its maps, PutWrites keeps copies, and Get and
 // List decode fresh values: neither the caller's values nor the stored ones
-// can change behind the other's back.
+// can change behind the other's back. Adopt hands a Memory the values of a
+// kilobyte or more instead of having them copied: storing a run's
+// checkpoint then costs no copy of its state.
 //
 // Each thread has its own lock, so runs on different threads do not wait for
 // each other. Get of the latest checkpoint, Get by id and Put cost the same
@@ -51,17 +53,30 @@ func (sp *memSpace) find(id string) (int, bool) {
 }
 
 // memRecord is one stored checkpoint. The checkpoint is kept in its binary
-// form, a fraction of the memory of the maps it decodes to; md is owned by
-// the record. Neither is ever mutated, and writes is replaced whole on every
+// form, a fraction of the memory of the maps it decodes to, except for the
+// values Adopt handed over, kept as they are; md is owned by the record.
+// None of them is ever mutated, and writes is replaced whole on every
 // change, so a reader that copied the record under the lock may read it
 // after unlocking.
 type memRecord struct {
 	id     string
 	parent string
 	cp     []byte
+	kept   []keptValue // values of the checkpoint that are not in cp
 	md     Metadata
 	writes []PendingWrite
 }
+
+// keptValue is a channel's value that Adopt handed over.
+type keptValue struct {
+	key string
+	b   []byte
+}
+
+// keepMin is the length from which an adopted value is kept rather than
+// copied into the record: below it, the slice header and key cost more than
+// the copy saves.
+const keepMin = 1 << 10
 
 // NewMemory returns an empty in-memory Saver.
 func NewMemory() *Memory {
@@ -144,6 +159,16 @@ func (r *memRecord) tuple(threadID, ns string) (*Tuple, error) {
 	if err := cp.UnmarshalBinary(r.cp); err != nil {
 		return nil, fmt.Errorf("checkpoint %q of thread %q: %w", r.id, threadID, err)
 	}
+	if r.kept != nil {
+		n := 0
+		for _, v := range r.kept {
+			n += len(v.b)
+		}
+		a := arena(make([]byte, 0, n))
+		for _, v := range r.kept {
+			cp.Values[v.key] = a.copy(v.b)
+		}
+	}
 	tp := &Tuple{
 		Config:        Config{ThreadID: threadID, Namespace: ns, CheckpointID: r.id},
 		Checkpoint:    cp,
@@ -161,6 +186,25 @@ func (r *memRecord) tuple(threadID, ns string) (*Tuple, error) {
 // must agree when both are set. Putting an id that is already stored replaces
 // that checkpoint and its metadata and keeps its pending writes.
 func (m *Memory) Put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadata) (Config, error) {
+	return m.put(ctx, cfg, cp, md, false)
+}
+
+// Adopt stores cp in s as s.Put does, but hands over cp's encoded bytes:
+// the caller never modifies them again, so a saver that keeps checkpoints
+// in memory may keep them as they are instead of copying them. The
+// Checkpoint and its maps stay the caller's. Only a *Memory itself takes
+// the bytes over; any other saver, a type that embeds a *Memory included,
+// gets a Put, so a wrapper's Put is never bypassed. The graph adopts every
+// checkpoint it stores: it encodes each one afresh and never writes to
+// encoded bytes.
+func Adopt(ctx context.Context, s Saver, cfg Config, cp *Checkpoint, md Metadata) (Config, error) {
+	if m, ok := s.(*Memory); ok {
+		return m.put(ctx, cfg, cp, md, true)
+	}
+	return s.Put(ctx, cfg, cp, md)
+}
+
+func (m *Memory) put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadata, adopt bool) (Config, error) {
 	if err := ctx.Err(); err != nil {
 		return Config{}, err
 	}
@@ -170,8 +214,24 @@ func (m *Memory) Put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadat
 	}
 	c := *cp // a shallow copy, to encode with the resolved ids
 	c.ID, c.ParentID = id, parent
+	var kept []keptValue
+	if adopt {
+		for k, v := range cp.Values {
+			if len(v) >= keepMin {
+				kept = append(kept, keptValue{k, slices.Clip(v)})
+			}
+		}
+		if kept != nil {
+			c.Values = make(map[string][]byte, len(cp.Values)-len(kept))
+			for k, v := range cp.Values {
+				if len(v) < keepMin {
+					c.Values[k] = v
+				}
+			}
+		}
+	}
 	bin, _ := c.AppendBinary(make([]byte, 0, 256))
-	rec := &memRecord{id: id, parent: parent, cp: slices.Clip(bin), md: md.Clone()}
+	rec := &memRecord{id: id, parent: parent, cp: slices.Clip(bin), kept: kept, md: md.Clone()}
 	t := m.lockThreadForWrite(cfg.ThreadID)
 	defer t.mu.Unlock()
 	sp := t.spaces[cfg.Namespace]

@@ -820,7 +820,8 @@ func (p *persister[S]) store(cp *checkpoint.Checkpoint, md checkpoint.Metadata) 
 	p.cfg.CheckpointID = cp.ID
 	p.dirty = false
 	return p.do(func(ctx context.Context) error {
-		_, err := p.saver.Put(ctx, parent, cp, md)
+		// cp's bytes were encoded for it and nothing writes to them.
+		_, err := checkpoint.Adopt(ctx, p.saver, parent, cp, md)
 		return err
 	})
 }

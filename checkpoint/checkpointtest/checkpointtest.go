@@ -23,9 +23,10 @@ import (
 //
 // Beyond the behaviour LangGraph's checkpoint conformance suite checks, Run
 // checks concurrent writers (many goroutines on many threads and on one
-// thread: nothing lost, order kept), readers racing writers, and that neither
-// the values passed to Put and PutWrites nor those returned by Get and List
-// share memory with what is stored.
+// thread: nothing lost, order kept), readers racing writers, checkpoints
+// stored with checkpoint.Adopt, and that neither the values passed to Put
+// and PutWrites nor those returned by Get and List share memory with what
+// is stored.
 func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver) {
 	t.Helper()
 	for _, group := range []struct {
@@ -39,6 +40,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver) {
 		{"DeleteThread", deleteTests},
 		{"CopyThread", copyTests},
 		{"TryLock", lockTests},
+		{"Adopt", adoptTests},
 		{"Immutable", immutableTests},
 		{"Concurrent", concurrentTests},
 	} {

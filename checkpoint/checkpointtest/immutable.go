@@ -61,6 +61,17 @@ var immutableTests = []test{
 			t.Fatalf("changing the metadata passed to Put changed the stored one: %s", d)
 		}
 	}},
+	{"PutArgumentLarge", func(t *testing.T, s checkpoint.Saver) {
+		// Values long enough that Adopt would keep them are copied by Put.
+		cp := bigCP()
+		want := bigCP()
+		want.ID = cp.ID
+		cfg := mustPut(t, s, thread("t1"), cp, richMD())
+		scribble(cp, nil)
+		if d := diffCheckpoint(mustGet(t, s, cfg).Checkpoint, want); d != "" {
+			t.Fatalf("changing the checkpoint passed to Put changed the stored one: %s", d)
+		}
+	}},
 	{"GetResult", func(t *testing.T, s checkpoint.Saver) {
 		cp := richCP()
 		cfg := mustPut(t, s, thread("t1"), cp, richMD())

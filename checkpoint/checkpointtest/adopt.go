@@ -1,0 +1,92 @@
+package checkpointtest
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/agentgraph/agentgraph/checkpoint"
+)
+
+// bigCP is richCP with values long enough for a saver to keep rather than
+// copy: a kilobyte and more.
+func bigCP() *checkpoint.Checkpoint {
+	cp := richCP()
+	cp.Values["history"] = bytes.Repeat([]byte(`{"role":"user","content":"hi"},`), 40)
+	cp.Values["state"] = bytes.Repeat([]byte{'x', 0, 0xff}, 40000)
+	cp.Versions["history"], cp.Versions["state"] = 1, 1
+	return cp
+}
+
+// checkpoint.Adopt stores what Put stores, whether the saver takes the
+// bytes over or gets a Put, and what it hands over is the bytes only.
+var adoptTests = []test{
+	{"StoresWhatPutStores", func(t *testing.T, s checkpoint.Saver) {
+		cp := bigCP()
+		want := bigCP()
+		want.ID = cp.ID
+		cfg, err := checkpoint.Adopt(ctx, s, thread("t1"), cp, richMD())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.CheckpointID != cp.ID {
+			t.Fatalf("Adopt returned checkpoint %q, want %q", cfg.CheckpointID, cp.ID)
+		}
+		child, err := checkpoint.Adopt(ctx, s, cfg, newCP("step", "1"), checkpoint.Metadata{Step: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := mustGet(t, s, cfg)
+		if d := diffCheckpoint(got.Checkpoint, want); d != "" {
+			t.Fatal(d)
+		}
+		if d := diffMetadata(got.Metadata, richMD()); d != "" {
+			t.Fatal(d)
+		}
+		if got := mustGet(t, s, thread("t1")); got.Config != child || got.ParentConfig == nil || *got.ParentConfig != cfg {
+			t.Fatalf("latest is %+v with parent %+v, want %+v with parent %+v", got.Config, got.ParentConfig, child, cfg)
+		}
+		if _, ok := s.(checkpoint.Lister); ok {
+			tps := list(t, s, thread("t1"), checkpoint.ListOptions{})
+			if len(tps) != 2 {
+				t.Fatalf("List returned %d checkpoints, want 2", len(tps))
+			}
+			if d := diffCheckpoint(tps[1].Checkpoint, want); d != "" {
+				t.Fatalf("List: %s", d)
+			}
+		}
+	}},
+	{"CallerKeepsTheMaps", func(t *testing.T, s checkpoint.Saver) {
+		// The bytes are handed over, the Checkpoint and its maps are not.
+		cp := bigCP()
+		want := bigCP()
+		want.ID = cp.ID
+		cfg, err := checkpoint.Adopt(ctx, s, thread("t1"), cp, richMD())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp.ID, cp.Full = "changed", false
+		delete(cp.Values, "state")
+		cp.Values["history"] = []byte("replaced")
+		cp.Values["added"] = []byte("x")
+		cp.Deltas["messages"] = nil
+		cp.Versions["messages"]++
+		cp.Tasks[0].Node = "changed"
+		if d := diffCheckpoint(mustGet(t, s, cfg).Checkpoint, want); d != "" {
+			t.Fatalf("changing the maps of an adopted checkpoint changed the stored one: %s", d)
+		}
+	}},
+	{"GetResult", func(t *testing.T, s checkpoint.Saver) {
+		cp := bigCP()
+		want := bigCP()
+		want.ID = cp.ID
+		cfg, err := checkpoint.Adopt(ctx, s, thread("t1"), cp, richMD())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := mustGet(t, s, cfg)
+		scribble(got.Checkpoint, &got.Metadata)
+		if d := diffCheckpoint(mustGet(t, s, cfg).Checkpoint, want); d != "" {
+			t.Fatalf("changing what Get returned changed the adopted checkpoint: %s", d)
+		}
+	}},
+}
