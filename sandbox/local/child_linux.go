@@ -3,18 +3,21 @@ package local
 import (
 	"runtime"
 	"syscall"
-	"unsafe"
+	"unsafe" // and go:linkname
 
 	"golang.org/x/sys/unix"
 )
 
-// A command's process is forked by the zygote without an exec of this program in between: the zygote
-// assembles, before it forks, the exact list of system calls that turn the child into the sandbox (mounts,
+// A command's process is cloned by the zygote without an exec of this program in between: the zygote
+// assembles, before it clones, the exact list of system calls that turn the child into the sandbox (mounts,
 // pivot_root, hostname, landlock, credentials, capabilities, seccomp, limits, descriptors), and the child
 // only replays that list and execs /bin/sh. Re-executing a Go program to do the same work would cost a
-// process image and a Go runtime start per command, several milliseconds. Between fork and exec the child
-// may not allocate, grow its stack or take a lock (the other threads of the zygote do not exist in it), so
-// the replay is a nosplit loop over plain data and raw system calls, as the syscall package's own fork is.
+// process image and a Go runtime start per command, several milliseconds. Between clone and exec the child
+// may not allocate, grow its stack, take a lock or write anything but its program's results (it runs on
+// the cloning thread's stack, in the zygote's memory where vforkable, beside the zygote's other threads),
+// so the replay is a nosplit loop over plain data and raw system calls, as the syscall package's own
+// vfork child is. Its signal handlers are reset before its signals are unblocked, so no handler of the
+// zygote's ever runs in it.
 
 // sysOp is one system call of the child's program.
 type sysOp struct {
@@ -47,20 +50,34 @@ type childFailure struct {
 	Errno uint32
 }
 
-// forkChild forks a child in new namespaces that runs prog and never returns; the parent gets its pid.
-// Signals are blocked across the fork so that no Go signal handler runs in the child.
+// forkChild starts a child in new namespaces that runs prog and never returns, and returns its pid. The
+// kernel stores the pid at tid before the child runs, so another goroutine can learn it as soon as the
+// child says it runs: where vforkable, the child shares the zygote's memory, and forkChild returns only once
+// the child has exec'd its command or died. Meanwhile the calling goroutine counts as in a system call, so
+// the zygote's other goroutines (the one mapping the child's ids among them) and its garbage collector go
+// on. Signals are blocked across the clone so that no Go signal handler runs in the child.
 //
 //go:norace
-func forkChild(cloneflags uintptr, prog *childProgram, errFD int) (int, error) {
+func forkChild(cloneflags uintptr, prog *childProgram, errFD int, tid *int32) (int, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	flags := cloneflags | unix.CLONE_PARENT_SETTID | uintptr(syscall.SIGCHLD)
+	if vforkable {
+		flags |= unix.CLONE_VM | unix.CLONE_VFORK
+	}
 	all := ^uint64(0)
 	var old uint64
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)),
 		uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
 		return 0, e
 	}
-	pid, e := rawFork(cloneflags, prog, uintptr(errFD))
+	if vforkable {
+		entersyscall()
+	}
+	pid, e := rawFork(flags, prog, uintptr(errFD), tid)
+	if vforkable {
+		exitsyscall()
+	}
 	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
 	runtime.KeepAlive(prog)
 	if e != 0 {
@@ -69,12 +86,22 @@ func forkChild(cloneflags uintptr, prog *childProgram, errFD int) (int, error) {
 	return int(pid), nil
 }
 
-// rawFork is the fork itself; in the child it runs the program.
+// entersyscall and exitsyscall bracket a system call that blocks without the runtime's knowledge, as the
+// syscall package's do.
+//
+//go:linkname entersyscall runtime.entersyscall
+func entersyscall()
+
+//go:linkname exitsyscall runtime.exitsyscall
+func exitsyscall()
+
+// rawFork is the clone itself; in the child it runs the program. With a shared memory the child runs on
+// this very stack, so the parent, once it resumes, uses nothing but the clone's results here.
 //
 //go:nosplit
 //go:norace
-func rawFork(cloneflags uintptr, prog *childProgram, errFD uintptr) (uintptr, syscall.Errno) {
-	pid, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, cloneflags|uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+func rawFork(flags uintptr, prog *childProgram, errFD uintptr, tid *int32) (uintptr, syscall.Errno) {
+	pid, e := rawVfork(flags, uintptr(unsafe.Pointer(tid)))
 	if e != 0 || pid != 0 {
 		return pid, e
 	}

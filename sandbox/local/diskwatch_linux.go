@@ -69,7 +69,7 @@ func (b *Backend) pollDisk(s *sbx, quota int64, w *diskWatch) {
 func (s *sbx) diskFull(image bool, quota int64) bool {
 	if image {
 		var st unix.Statfs_t
-		return unix.Statfs(s.home(), &st) == nil && int64(st.Bavail)*st.Bsize < fullMargin
+		return unix.Statfs(s.home(), &st) == nil && int64(st.Bavail)*int64(st.Bsize) < fullMargin
 	}
 	used, err := s.diskUsage()
 	return err == nil && used+fullMargin > quota
@@ -81,7 +81,7 @@ func (s *sbx) diskUsed() (int64, error) {
 	if err := unix.Statfs(s.home(), &st); err != nil {
 		return 0, err
 	}
-	return int64(st.Blocks-st.Bfree) * st.Bsize, nil
+	return int64(st.Blocks-st.Bfree) * int64(st.Bsize), nil
 }
 
 // fullMargin is how little room counts as none: a program's last write that failed was at most a few

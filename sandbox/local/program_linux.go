@@ -20,6 +20,7 @@ type childFDs struct {
 	mapped         int // read end: one byte from the zygote once the child's ids are mapped
 	goAhead        int // read end: one byte from the parent once the child is in its cgroups and recorded
 	errW           int // write end, close-on-exec: a childFailure, or EOF when the final execve succeeded
+	alive          int // write end, close-on-exec: one byte as soon as the child runs
 	home, tmp      int // detached mounts (root) or O_PATH directories of home and /tmp
 	template       int // a clone of the zygote's ready-made root (see rootTemplate), or -1
 }
@@ -36,10 +37,11 @@ func childProgramFor(cfg *childConfig, fds childFDs, sec *sandboxStatics) (*chil
 	b := rootOps{p}
 	sys, str, mkdir, mkdirAll, mount := b.sys, p.bytes, b.mkdir, b.mkdirAll, b.mount
 
-	sys("set the parent-death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL))
-	sys("setsid", unix.SYS_SETSID)
 	one := make([]byte, 1)
 	p.keep = append(p.keep, one)
+	sys("say the process runs", unix.SYS_WRITE, uintptr(fds.alive), uintptr(unsafe.Pointer(&one[0])), 1)
+	sys("set the parent-death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL))
+	sys("setsid", unix.SYS_SETSID)
 	r := sys("wait for the id mapping", unix.SYS_READ, uintptr(fds.mapped), uintptr(unsafe.Pointer(&one[0])), 1)
 	p.ops[r].want = 1
 	sys("close the id mapping pipe", unix.SYS_CLOSE, uintptr(fds.mapped))
@@ -457,6 +459,6 @@ func (b rootOps) bindRO(src, dst string, dir bool) error {
 		b.touch(dst, 0o644)
 	}
 	b.mount("bind "+src, src, dst, "", unix.MS_BIND|unix.MS_REC, "")
-	b.mount("remount "+dst+" read-only", "", dst, "", remountFlags(st.Flags, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV), "")
+	b.mount("remount "+dst+" read-only", "", dst, "", remountFlags(int64(st.Flags), unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV), "")
 	return nil
 }

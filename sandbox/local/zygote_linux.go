@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -130,48 +131,73 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 	if len(fds) > spawnFDs {
 		template = fds[spawnFDs]
 	}
-	var errPipe, mapPipe [2]int
-	if err := unix.Pipe2(errPipe[:], unix.O_CLOEXEC); err != nil {
-		closeAll()
-		fail(err)
-		return
+	// errPipe carries a failed setup step (EOF once the command is exec'd), mapPipe the zygote's word that
+	// the child's ids are mapped, alivePipe the child's word that it runs, so its pid is known.
+	var errPipe, mapPipe, alivePipe [2]int
+	pipes := []*[2]int{&errPipe, &mapPipe, &alivePipe}
+	closePipes := func() {
+		for _, p := range pipes {
+			if p[0] > 0 {
+				unix.Close(p[0])
+				unix.Close(p[1])
+			}
+		}
 	}
-	if err := unix.Pipe2(mapPipe[:], unix.O_CLOEXEC); err != nil {
-		closeAll()
-		unix.Close(errPipe[0])
-		unix.Close(errPipe[1])
-		fail(err)
-		return
+	for _, p := range pipes {
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			closeAll()
+			closePipes()
+			fail(err)
+			return
+		}
 	}
 	prog, err := childProgramFor(&cfg, childFDs{stdout: fds[0], stderr: fds[1], mapped: mapPipe[0], goAhead: fds[2],
-		errW: errPipe[1], home: fds[3], tmp: fds[4], template: template}, statics)
+		errW: errPipe[1], alive: alivePipe[1], home: fds[3], tmp: fds[4], template: template}, statics)
 	if err != nil {
 		closeAll()
-		for _, fd := range []int{errPipe[0], errPipe[1], mapPipe[0], mapPipe[1]} {
-			unix.Close(fd)
-		}
+		closePipes()
 		fail(err)
 		return
 	}
-	var pid int
+	// The clone runs on a goroutine of its own: where the child shares the zygote's memory, it returns only
+	// once the command runs, and the child first needs its ids mapped, here.
+	var tid int32
+	forked := make(chan error, 1)
+	fork := func(joinErr error) {
+		err := joinErr
+		if err == nil {
+			_, err = forkChild(m.Cloneflags, prog, errPipe[1], &tid)
+		}
+		// The child has copies of its descriptors: the zygote's go.
+		closeAll()
+		unix.Close(errPipe[1])
+		unix.Close(mapPipe[0])
+		unix.Close(alivePipe[1])
+		forked <- err
+	}
 	if len(m.Cgroups) > 0 {
 		f := threads.acquire(m.Cgroups, m.SandboxNetwork)
 		defer threads.release(f) // after the wait below: the thread outlives its commands
-		f.do(func(joinErr error) {
-			if err = joinErr; err == nil {
-				pid, err = forkChild(m.Cloneflags, prog, errPipe[1])
-			}
-		})
+		go f.do(fork)
 	} else {
-		pid, err = forkChild(m.Cloneflags, prog, errPipe[1])
+		go fork(nil)
 	}
-	closeAll()
-	unix.Close(errPipe[1])
-	unix.Close(mapPipe[0])
 	// Closed without a byte when setup fails here: the child then stops at its first step.
 	defer unix.Close(mapPipe[1])
 	defer unix.Close(errPipe[0])
-	if err != nil {
+	// One byte once the child runs; EOF if it never did (the clone failed, or the child died first).
+	alive := readByte(alivePipe[0])
+	unix.Close(alivePipe[0])
+	pid := int(atomic.LoadInt32(&tid))
+	if !alive {
+		err := <-forked
+		if err == nil {
+			err = errors.New("the process died before its setup began")
+			if pid > 0 {
+				var ws unix.WaitStatus
+				unix.Wait4(pid, &ws, 0, nil)
+			}
+		}
 		fail(fmt.Errorf("start the process: %w", err))
 		return
 	}
@@ -188,6 +214,7 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 			unix.Close(pidfd)
 		}
 		unix.Kill(pid, unix.SIGKILL)
+		<-forked
 		var ws unix.WaitStatus
 		unix.Wait4(pid, &ws, 0, nil)
 		fail(err)
@@ -204,6 +231,7 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 	}
 	unix.Close(pidfd)
 	send(zmsg{Kind: "execd", ID: m.ID, Err: childError(errPipe[0], prog)})
+	<-forked
 	var ws unix.WaitStatus
 	for {
 		if _, err := unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {
@@ -211,6 +239,17 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 		}
 	}
 	send(zmsg{Kind: "exited", ID: m.ID, Status: int(ws)})
+}
+
+// readByte reads one byte from fd and says whether it got one (false at EOF or on an error).
+func readByte(fd int) bool {
+	b := make([]byte, 1)
+	for {
+		n, err := unix.Read(fd, b)
+		if err != unix.EINTR {
+			return n == 1
+		}
+	}
 }
 
 // mapIDs maps the sandbox user to the host user of the command's process; setgroups stays denied, so the
