@@ -63,7 +63,7 @@ func TestDiskQuotaHeldByKernel(t *testing.T) {
 	if err := unix.Statfs(filepath.Join(root, s.ID(), "disk", "home"), &st); err != nil {
 		t.Fatal(err)
 	}
-	if avail := int64(st.Bavail) * st.Bsize; avail < quota-(1<<20) || avail > quota {
+	if avail := int64(st.Bavail) * int64(st.Bsize); avail < quota-(1<<20) || avail > quota {
 		t.Errorf("a new sandbox has %d bytes available, want about %d", avail, quota)
 	}
 
