@@ -34,6 +34,9 @@ type Backend struct {
 	zmu    sync.Mutex
 	zyg    *zygote // started at the first command
 	closed bool
+
+	hostOnce   sync.Once
+	hostLayout *hostLayout // see host
 }
 
 var _ sandbox.Backend = (*Backend)(nil)

@@ -36,6 +36,9 @@ func (s *sbx) tmp() string      { return filepath.Join(s.dir, diskDirName, "tmp"
 func (s *sbx) runDir() string   { return filepath.Join(s.dir, "run") }
 func (s *sbx) lockPath() string { return filepath.Join(s.dir, "lock") }
 
+// recordPath is the empty file every run record is a hard link to.
+func (s *sbx) recordPath() string { return filepath.Join(s.dir, "record") }
+
 func (s *sbx) ID() string { return s.id }
 
 func (s *sbx) Info(ctx context.Context) (sandbox.Info, error) {

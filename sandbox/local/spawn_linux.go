@@ -316,6 +316,23 @@ func (p *proc) abandon(err error) error {
 	return err
 }
 
+// addRecord makes the run record name: a hard link to the sandbox's one empty record file (made the first
+// time), so that recording a command allocates no inode. A file system that has just freed many inodes
+// searches long for a new one (ext4 skips recently deleted ones), and a sandbox records and removes one
+// per command.
+func (s *sbx) addRecord(name string) error {
+	dst := filepath.Join(s.runDir(), name)
+	err := os.Link(s.recordPath(), dst)
+	if errors.Is(err, fs.ErrNotExist) {
+		var f *os.File
+		if f, err = os.OpenFile(s.recordPath(), os.O_CREATE|os.O_RDONLY, 0o600); err == nil {
+			f.Close()
+			err = os.Link(s.recordPath(), dst)
+		}
+	}
+	return err
+}
+
 // writeRecord notes the process's start in the sandbox's run directory, so that Stop and Reap find it from any
 // process, and the memory cgroup's OOM kill count, so its ending can tell an OOM kill. The process sets
 // its sandbox up meanwhile and waits for the go-ahead before its command starts.
@@ -327,7 +344,7 @@ func (p *proc) writeRecord() error {
 	}
 	rec, err := runRecord(p.pid)
 	if err == nil {
-		err = os.WriteFile(filepath.Join(s.runDir(), rec), nil, 0o600)
+		err = s.addRecord(rec)
 	}
 	if err != nil {
 		return fmt.Errorf("record command of %s: %w", s.id, err)
@@ -558,6 +575,34 @@ func usageOf(dir string) (int64, error) {
 	return total, nil
 }
 
+// hostLayout is what a sandbox's root takes from the host's, found once per backend.
+type hostLayout struct {
+	pythonEtc []string          // /etc/python3.*
+	symlinks  map[string]string // the merged-usr links (/bin -> usr/bin, ...), copied
+	binds     []string          // the same directories where the host has no merged usr, bound
+}
+
+func (b *Backend) host() *hostLayout {
+	b.hostOnce.Do(func() {
+		h := &hostLayout{symlinks: map[string]string{}}
+		h.pythonEtc, _ = filepath.Glob("/etc/python3.*")
+		for _, name := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
+			fi, err := os.Lstat("/" + name)
+			switch {
+			case err != nil:
+			case fi.Mode()&os.ModeSymlink != 0:
+				if t, err := os.Readlink("/" + name); err == nil {
+					h.symlinks[name] = t
+				}
+			case fi.IsDir():
+				h.binds = append(h.binds, "/"+name)
+			}
+		}
+		b.hostLayout = h
+	})
+	return b.hostLayout
+}
+
 // childConfig assembles what the helper builds: the read-only root, /etc, limits and the command.
 func (b *Backend) childConfig(m *meta, command string, env []string, cwd string, diskLeft int64, timeout time.Duration) *childConfig {
 	cfg := &childConfig{
@@ -581,28 +626,18 @@ func (b *Backend) childConfig(m *meta, command string, env []string, cwd string,
 			"/etc/protocols", "/etc/services", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/python3"},
 		Wrappers: map[string]string{},
 	}
-	if pyEtc, _ := filepath.Glob("/etc/python3.*"); len(pyEtc) > 0 {
-		cfg.EtcBinds = append(cfg.EtcBinds, pyEtc...)
-	}
+	host := b.host()
+	cfg.EtcBinds = append(cfg.EtcBinds, host.pythonEtc...)
 	if m.HostNetwork {
 		if data, err := os.ReadFile("/etc/resolv.conf"); err == nil {
 			cfg.EtcFiles["resolv.conf"] = string(data)
 		}
 		cfg.EtcBinds = append(cfg.EtcBinds, "/etc/host.conf")
 	}
-	// The merged-usr links (/bin -> usr/bin, ...) are copied; a host without merged usr gets binds.
-	for _, name := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
-		fi, err := os.Lstat("/" + name)
-		switch {
-		case err != nil:
-		case fi.Mode()&os.ModeSymlink != 0:
-			if t, err := os.Readlink("/" + name); err == nil {
-				cfg.Symlinks[name] = t
-			}
-		case fi.IsDir():
-			cfg.Binds = append(cfg.Binds, "/"+name)
-		}
+	for name, target := range host.symlinks {
+		cfg.Symlinks[name] = target
 	}
+	cfg.Binds = append(cfg.Binds, host.binds...)
 	py := b.cfg.python
 	if top := topDir(py[0]); top != "" && !slices.Contains(cfg.Binds, top) && cfg.Symlinks[strings.TrimPrefix(top, "/")] == "" {
 		cfg.Binds = append(cfg.Binds, top)
