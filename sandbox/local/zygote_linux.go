@@ -163,16 +163,23 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 	// once the command runs, and the child first needs its ids mapped, here.
 	var tid int32
 	forked := make(chan error, 1)
+	// Once the child runs, it has copies of its descriptors and the zygote's go: the error pipe's EOF then
+	// comes with the child's exec, not after the cloning thread has woken up.
+	var handedOver sync.Once
+	handOver := func() {
+		handedOver.Do(func() {
+			closeAll()
+			unix.Close(errPipe[1])
+			unix.Close(mapPipe[0])
+			unix.Close(alivePipe[1])
+		})
+	}
 	fork := func(joinErr error) {
 		err := joinErr
 		if err == nil {
 			_, err = forkChild(m.Cloneflags, prog, errPipe[1], &tid)
 		}
-		// The child has copies of its descriptors: the zygote's go.
-		closeAll()
-		unix.Close(errPipe[1])
-		unix.Close(mapPipe[0])
-		unix.Close(alivePipe[1])
+		handOver()
 		forked <- err
 	}
 	if len(m.Cgroups) > 0 {
@@ -187,6 +194,7 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 	defer unix.Close(errPipe[0])
 	// One byte once the child runs; EOF if it never did (the clone failed, or the child died first).
 	alive := readByte(alivePipe[0])
+	handOver()
 	unix.Close(alivePipe[0])
 	pid := int(atomic.LoadInt32(&tid))
 	if !alive {
