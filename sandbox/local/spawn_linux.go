@@ -575,6 +575,22 @@ func usageOf(dir string) (int64, error) {
 	return total, nil
 }
 
+// directPython has the shell start the interpreter itself when a command begins with the python3 or
+// python wrapper's name: the argv the wrapper script would exec, without a second shell in between. Only
+// with the default PATH, where the wrapper is the first python3 the shell finds; anything else is left to
+// the shell as written.
+func directPython(command string, env []string, py []string) string {
+	if len(py) < 2 || !slices.Contains(env, "PATH="+pathEnv) {
+		return command // a lone interpreter is a symlink, not a script
+	}
+	for _, name := range []string{"python3", "python"} {
+		if rest, ok := strings.CutPrefix(command, name); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+			return shellQuote(py) + rest
+		}
+	}
+	return command
+}
+
 // hostLayout is what a sandbox's root takes from the host's, found once per backend.
 type hostLayout struct {
 	pythonEtc []string          // /etc/python3.*
@@ -606,7 +622,7 @@ func (b *Backend) host() *hostLayout {
 // childConfig assembles what the helper builds: the read-only root, /etc, limits and the command.
 func (b *Backend) childConfig(m *meta, command string, env []string, cwd string, diskLeft int64, timeout time.Duration) *childConfig {
 	cfg := &childConfig{
-		Argv:        []string{"/bin/sh", "-c", command},
+		Argv:        []string{"/bin/sh", "-c", directPython(command, env, b.cfg.python)},
 		Env:         env,
 		Cwd:         cwd,
 		HostNetwork: m.HostNetwork,
