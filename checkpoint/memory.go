@@ -7,6 +7,8 @@ import (
 	"iter"
 	"slices"
 	"sync"
+
+	"github.com/agentgraph/agentgraph/internal/lz"
 )
 
 // Memory is a Saver that keeps every checkpoint of every thread in memory,
@@ -15,9 +17,10 @@ import (
 // use. Put keeps a checkpoint in its binary form (Checkpoint.AppendBinary),
 // a fraction of the memory of its maps, PutWrites keeps copies, and Get and
 // List decode fresh values: neither the caller's values nor the stored ones
-// can change behind the other's back. Adopt hands a Memory the values of a
-// kilobyte or more instead of having them copied: storing a run's
-// checkpoint then costs no copy of its state.
+// can change behind the other's back. Values of a kilobyte or more are
+// compressed when that makes them much shorter (a state's JSON often
+// repeats one message or list many times), and Adopt hands a Memory those
+// that do not compress instead of having them copied.
 //
 // Each thread has its own lock, so runs on different threads do not wait for
 // each other. Get of the latest checkpoint, Get by id and Put cost the same
@@ -53,8 +56,8 @@ func (sp *memSpace) find(id string) (int, bool) {
 }
 
 // memRecord is one stored checkpoint. The checkpoint is kept in its binary
-// form, a fraction of the memory of the maps it decodes to, except for the
-// values Adopt handed over, kept as they are; md is owned by the record.
+// form, a fraction of the memory of the maps it decodes to, except for its
+// long values (see keptValue); md is owned by the record.
 // None of them is ever mutated, and writes is replaced whole on every
 // change, so a reader that copied the record under the lock may read it
 // after unlocking.
@@ -67,16 +70,35 @@ type memRecord struct {
 	writes []PendingWrite
 }
 
-// keptValue is a channel's value that Adopt handed over.
+// keptValue is a long value of a checkpoint, kept out of its binary form:
+// compressed when that makes it much shorter (the JSON of a state often
+// repeats one message or list many times), otherwise as it is.
 type keptValue struct {
-	key string
-	b   []byte
+	key    string
+	b      []byte
+	n      int // the value's length
+	packed bool
 }
 
-// keepMin is the length from which an adopted value is kept rather than
-// copied into the record: below it, the slice header and key cost more than
-// the copy saves.
+// keepMin is the length from which a value is kept apart from the record's
+// binary form: below it, compressing it or keeping what Adopt handed over
+// saves less than the slice header and key cost.
 const keepMin = 1 << 10
+
+// keepValue returns v, of at least keepMin bytes, as a record keeps it: its
+// compressed form when that takes at most three quarters of it; otherwise
+// v itself when adopted, or a copy.
+func keepValue(key string, v []byte, adopt bool) keptValue {
+	kv := keptValue{key: key, n: len(v)}
+	if p := lz.Append(nil, v); len(p) <= len(v)/4*3 {
+		kv.b, kv.packed = slices.Clip(p), true
+	} else if adopt {
+		kv.b = slices.Clip(v)
+	} else {
+		kv.b = slices.Clone(v)
+	}
+	return kv
+}
 
 // NewMemory returns an empty in-memory Saver.
 func NewMemory() *Memory {
@@ -156,17 +178,24 @@ func (m *Memory) Get(ctx context.Context, cfg Config) (*Tuple, error) {
 
 func (r *memRecord) tuple(threadID, ns string) (*Tuple, error) {
 	cp := new(Checkpoint)
-	if err := cp.UnmarshalBinary(r.cp); err != nil {
+	err := cp.UnmarshalBinary(r.cp)
+	if err != nil {
 		return nil, fmt.Errorf("checkpoint %q of thread %q: %w", r.id, threadID, err)
 	}
 	if r.kept != nil {
 		n := 0
 		for _, v := range r.kept {
-			n += len(v.b)
+			n += v.n
 		}
-		a := arena(make([]byte, 0, n))
+		buf := make([]byte, 0, n)
 		for _, v := range r.kept {
-			cp.Values[v.key] = a.copy(v.b)
+			start := len(buf)
+			if !v.packed {
+				buf = append(buf, v.b...)
+			} else if buf, err = lz.AppendDecoded(buf, v.b); err != nil {
+				return nil, fmt.Errorf("checkpoint %q of thread %q: value %q: %w", r.id, threadID, v.key, err)
+			}
+			cp.Values[v.key] = buf[start:len(buf):len(buf)]
 		}
 	}
 	tp := &Tuple{
@@ -215,18 +244,16 @@ func (m *Memory) put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadat
 	c := *cp // a shallow copy, to encode with the resolved ids
 	c.ID, c.ParentID = id, parent
 	var kept []keptValue
-	if adopt {
-		for k, v := range cp.Values {
-			if len(v) >= keepMin {
-				kept = append(kept, keptValue{k, slices.Clip(v)})
-			}
+	for k, v := range cp.Values {
+		if len(v) >= keepMin {
+			kept = append(kept, keepValue(k, v, adopt))
 		}
-		if kept != nil {
-			c.Values = make(map[string][]byte, len(cp.Values)-len(kept))
-			for k, v := range cp.Values {
-				if len(v) < keepMin {
-					c.Values[k] = v
-				}
+	}
+	if kept != nil {
+		c.Values = make(map[string][]byte, len(cp.Values)-len(kept))
+		for k, v := range cp.Values {
+			if len(v) < keepMin {
+				c.Values[k] = v
 			}
 		}
 	}

@@ -2,18 +2,26 @@ package checkpointtest
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/agentgraph/agentgraph/checkpoint"
 )
 
 // bigCP is richCP with values long enough for a saver to keep rather than
-// copy: a kilobyte and more.
+// copy, a kilobyte and more: two that repeat themselves and one that does
+// not.
 func bigCP() *checkpoint.Checkpoint {
 	cp := richCP()
 	cp.Values["history"] = bytes.Repeat([]byte(`{"role":"user","content":"hi"},`), 40)
 	cp.Values["state"] = bytes.Repeat([]byte{'x', 0, 0xff}, 40000)
-	cp.Versions["history"], cp.Versions["state"] = 1, 1
+	noise := make([]byte, 5000)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range noise {
+		noise[i] = byte(r.Uint32())
+	}
+	cp.Values["noise"] = noise
+	cp.Versions["history"], cp.Versions["state"], cp.Versions["noise"] = 1, 1, 1
 	return cp
 }
 
