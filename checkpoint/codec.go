@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/agentgraph/agentgraph/internal/jsonenc"
@@ -152,19 +153,24 @@ func (e *anyEncoder) remember(id span, start int) {
 }
 
 // bytes returns the output with its copies made. A copy repeats bytes
-// before it, so they are in place by the time it is made.
+// before it, so they are in place by the time it is made. Every byte of the
+// output is written, so it is allocated without being zeroed first, which
+// only a strings.Builder can do; the Builder is dropped, and the bytes are
+// the caller's alone.
 func (e *anyEncoder) bytes() []byte {
 	if len(e.copies) == 0 {
 		return e.b
 	}
-	out := make([]byte, 0, e.pos())
+	var out strings.Builder
+	out.Grow(e.pos())
 	done := 0
 	for _, c := range e.copies {
-		out = append(out, e.b[done:c.at]...)
+		out.Write(e.b[done:c.at])
 		done = c.at
-		out = append(out, out[c.from:c.from+c.n]...)
+		out.WriteString(out.String()[c.from : c.from+c.n])
 	}
-	return append(out, e.b[done:]...)
+	out.Write(e.b[done:])
+	return unsafe.Slice(unsafe.StringData(out.String()), out.Len())
 }
 
 func (e *anyEncoder) value(v any) bool {
