@@ -13,13 +13,17 @@ import (
 )
 
 // Format is the version of the file layout this package writes. Open
-// refuses files of another version, except format 1 files, which it reads
-// and marks as format 2 (their records stay as they are; new records take
-// the smaller layout of format 2, which versions that write format 1 do not
-// read).
-const Format = "agentgraph.checkpoint/2"
+// refuses files of another version, except files of formats 1 and 2, which
+// it reads and marks as format 3 (their records stay as they are; new
+// records take the smaller layouts of later formats, which versions that
+// write an earlier one do not read: format 2's layout, and format 3's
+// compressed values).
+const Format = "agentgraph.checkpoint/3"
 
-const format1 = "agentgraph.checkpoint/1"
+const (
+	format1 = "agentgraph.checkpoint/1"
+	format2 = "agentgraph.checkpoint/2"
+)
 
 // Errors Open returns, wrapped with the file's path and what to do.
 var (
@@ -157,7 +161,7 @@ func Open(path string, opts ...Option) (*Saver, error) {
 func initFile(tx *bbolt.Tx) error {
 	if meta := tx.Bucket(metaBucket); meta != nil {
 		got := string(meta.Get(formatKey))
-		if got == format1 {
+		if got == format1 || got == format2 {
 			if err := meta.Put(formatKey, []byte(Format)); err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -26,7 +27,7 @@ func openTemp(t *testing.T) *Saver {
 }
 
 // list is a JSON array of n strings of 100 bytes, as a growing message list
-// is stored.
+// is stored; their letters are random, so that it does not compress.
 func list(n int) []byte {
 	var b bytes.Buffer
 	b.WriteByte('[')
@@ -34,7 +35,12 @@ func list(n int) []byte {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`"` + strings.Repeat(string(rune('a'+i%26)), 98) + `"`)
+		r := rand.New(rand.NewPCG(uint64(i), 0))
+		b.WriteByte('"')
+		for range 98 {
+			b.WriteByte(byte('a' + r.IntN(26)))
+		}
+		b.WriteByte('"')
 	}
 	b.WriteByte(']')
 	return b.Bytes()
@@ -206,6 +212,60 @@ func TestFormat1FilesStillOpen(t *testing.T) {
 	put(t, s, next, "r")
 	if got := get(t, s, next.ID).Checkpoint; !reflect.DeepEqual(got, next) {
 		t.Fatalf("got %+v", got)
+	}
+	var format string
+	_ = s.db.View(func(tx *bbolt.Tx) error { format = string(tx.Bucket(metaBucket).Get(formatKey)); return nil })
+	if format != Format {
+		t.Errorf("file format %q after opening, want %q", format, Format)
+	}
+}
+
+// Values that repeat themselves are stored compressed, also what is left of
+// one after a reference, and read back whole.
+func TestRepeatingValuesAreCompressed(t *testing.T) {
+	s := openTemp(t)
+	msg := `{"role":"tool","content":"` + strings.Repeat("3f2b8c1e-5d6a-4e7f-9a0b-1c2d3e4f5a6b", 20) + `"}`
+	msgs := func(n int) []byte { return []byte("[" + strings.Repeat(msg+",", n-1) + msg + "]") }
+	ts := time.Now().UTC()
+	a := &checkpoint.Checkpoint{V: checkpoint.Version, ID: checkpoint.NewID(), TS: ts, Full: true,
+		Values:   map[string][]byte{"messages": msgs(1000), "noise": list(30), "n": []byte("1")},
+		Versions: map[string]uint64{"messages": 1, "noise": 1, "n": 1}}
+	put(t, s, a, "r")
+	b := &checkpoint.Checkpoint{V: checkpoint.Version, ID: checkpoint.NewID(), ParentID: a.ID, TS: ts, Full: true,
+		Values:   map[string][]byte{"messages": msgs(2000), "noise": list(31), "n": []byte("2")},
+		Versions: map[string]uint64{"messages": 2, "noise": 2, "n": 2}}
+	put(t, s, b, "r")
+	for _, want := range []*checkpoint.Checkpoint{a, b} {
+		if got := get(t, s, want.ID).Checkpoint; !reflect.DeepEqual(got, want) {
+			t.Errorf("checkpoint %s reads back different", want.ID)
+		}
+		if n := rawSize(t, s, want.ID); n > len(list(31))+1000 {
+			t.Errorf("checkpoint %s with %d bytes of values takes %d bytes", want.ID, len(want.Values["messages"])+len(want.Values["noise"]), n)
+		}
+	}
+}
+
+// A file of format 2 opens, its records read as before, and it is marked
+// as format 3.
+func TestFormat2FilesStillOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &checkpoint.Checkpoint{V: checkpoint.Version, ID: checkpoint.NewID(), TS: time.Now().UTC(), Full: true,
+		Values: map[string][]byte{"k": list(20)}, Versions: map[string]uint64{"k": 1}}
+	put(t, s, old, "r")
+	if err := s.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(metaBucket).Put(formatKey, []byte(format2)) }); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := get(t, s, old.ID).Checkpoint; !reflect.DeepEqual(got, old) {
+		t.Fatalf("format 2 record reads %+v", got)
 	}
 	var format string
 	_ = s.db.View(func(tx *bbolt.Tx) error { format = string(tx.Bucket(metaBucket).Get(formatKey)); return nil })

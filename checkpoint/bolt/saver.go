@@ -16,6 +16,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/agentgraph/agentgraph/checkpoint"
+	"github.com/agentgraph/agentgraph/internal/lz"
 )
 
 // Keys inside a namespace bucket.
@@ -81,7 +82,13 @@ func nsBucket(tx *bbolt.Tx, threadID, ns string) *bbolt.Bucket {
 // that grew), so with references each full checkpoint stores about what
 // changed since the previous one. Values are resolved when read; putting a
 // checkpoint again under a referenced id first writes the referring values
-// out in full.
+// out in full. With flagPacked, the references are followed by
+// uvarint(count) and the keys, each length-prefixed, of the values stored
+// compressed (package internal/lz): what is left of a value of packMin
+// bytes or more once its reference is taken, when compressing makes it at
+// most three quarters as long (a state's JSON often repeats one message or
+// list many times). Values are decompressed before references are
+// resolved.
 const (
 	layout2     = 2
 	flagTaskIDs = 1 << 0
@@ -97,6 +104,9 @@ const (
 	// them grow and be copied at each commit.
 	flagBody = 1 << 3
 	bodyMin  = 2 << 10
+	// flagPacked: some values are compressed (format 3).
+	flagPacked = 1 << 4
+	packMin    = 1 << 10
 	// refMin is the shortest shared prefix worth a reference.
 	refMin = 1 << 10
 	// maxRefDepth bounds a chain of references (each full checkpoint refers
@@ -161,6 +171,7 @@ type record struct {
 	ts     int64  // with flagIDTimes: TS in Unix nanoseconds
 	parent string
 	refs   []valueRef
+	packed []string // the keys of the compressed values
 }
 
 func parseRecord(id string, v []byte) (record, error) {
@@ -235,6 +246,20 @@ func parseRecord(id string, v []byte) (record, error) {
 		v = v[k:]
 		r.refs = append(r.refs, valueRef{key: string(key), id: string(rid), n: int(plen)})
 	}
+	if r.flags&flagPacked != 0 {
+		n, k := binary.Uvarint(v)
+		if k <= 0 || n > uint64(len(v)) {
+			return r, checkpoint.ErrCorrupt
+		}
+		v = v[k:]
+		for range n {
+			var key []byte
+			if key, v, ok = lenPrefixed(v); !ok {
+				return r, checkpoint.ErrCorrupt
+			}
+			r.packed = append(r.packed, string(key))
+		}
+	}
 	r.cp = v
 	return r, nil
 }
@@ -268,16 +293,35 @@ func encodeRecord(cp *checkpoint.Checkpoint, md *checkpoint.Metadata, prev *chec
 		}
 	}
 	var refs []valueRef
-	if prev != nil {
-		for key, v := range cp.Values {
+	var packed []string
+	var shorter map[string][]byte // the values stored in part or compressed
+	for key, v := range cp.Values {
+		rest := v
+		if prev != nil {
 			if n := sharedPrefix(v, prev.Values[key]); n >= refMin {
-				if refs == nil {
-					c.Values = maps.Clone(cp.Values)
-				}
 				refs = append(refs, valueRef{key: key, id: prev.ID, n: n})
-				c.Values[key] = v[n:]
+				rest = v[n:]
 			}
 		}
+		if len(rest) >= packMin {
+			if p := lz.Append(nil, rest); len(p) <= len(rest)/4*3 {
+				packed = append(packed, key)
+				rest = p
+			}
+		}
+		if len(rest) < len(v) {
+			if shorter == nil {
+				shorter = map[string][]byte{}
+			}
+			shorter[key] = rest
+		}
+	}
+	if shorter != nil {
+		c.Values = maps.Clone(cp.Values)
+		maps.Copy(c.Values, shorter)
+	}
+	if packed != nil {
+		flags |= flagPacked
 	}
 	t, _, idOK := parseID(cp.ID)
 	pt, prnd, parentOK := parseID(cp.ParentID)
@@ -310,6 +354,13 @@ func encodeRecord(cp *checkpoint.Checkpoint, md *checkpoint.Metadata, prev *chec
 		rec = binary.AppendUvarint(rec, uint64(len(r.id)))
 		rec = append(rec, r.id...)
 		rec = binary.AppendUvarint(rec, uint64(r.n))
+	}
+	if packed != nil {
+		rec = binary.AppendUvarint(rec, uint64(len(packed)))
+		for _, key := range packed {
+			rec = binary.AppendUvarint(rec, uint64(len(key)))
+			rec = append(rec, key...)
+		}
 	}
 	rec, _ = c.AppendBinary(rec)
 	return rec
@@ -421,6 +472,17 @@ func decodeCheckpoint(b *bbolt.Bucket, id string, r record, depth int) (*checkpo
 		for i := range cp.Tasks {
 			cp.Tasks[i].ID = id + cp.Tasks[i].ID
 		}
+	}
+	for _, key := range r.packed {
+		p, ok := cp.Values[key]
+		if !ok {
+			return nil, fmt.Errorf("%w: no compressed value %q", checkpoint.ErrCorrupt, key)
+		}
+		v, err := lz.AppendDecoded(nil, p)
+		if err != nil {
+			return nil, fmt.Errorf("%w: value %q: %v", checkpoint.ErrCorrupt, key, err)
+		}
+		cp.Values[key] = slices.Clip(v)
 	}
 	for _, ref := range r.refs {
 		rest, ok := cp.Values[ref.key]
