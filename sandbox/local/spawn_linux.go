@@ -481,7 +481,7 @@ func (p *proc) settleEnding(ws syscall.WaitStatus) {
 	if ws.Signaled() {
 		p.signal = int(ws.Signal())
 	}
-	if p.oomBefore >= 0 {
+	if p.oomBefore >= 0 && ws != 0 { // a command that exited 0 was not the one killed
 		if n := oomKills(p.s.id); n > p.oomBefore {
 			p.oomKilled = true
 		}
