@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/agentgraph/agentgraph/sandbox/internal/hostroot"
 )
 
 // rootfs is the read-only root every container starts from: a directory of mount points, the merged-usr
@@ -34,20 +36,8 @@ var etcFiles = map[string]string{
 // buildRootfs makes the root under dir once per distinct content (named by its hash, so processes with the
 // same settings share one, and a changed host gets a new one).
 func buildRootfs(dir string, python []string) (*rootfs, error) {
-	r := &rootfs{binds: []string{"/usr"}}
-	links := map[string]string{}
-	for _, name := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
-		fi, err := os.Lstat("/" + name)
-		switch {
-		case err != nil:
-		case fi.Mode()&os.ModeSymlink != 0:
-			if t, err := os.Readlink("/" + name); err == nil {
-				links[name] = t
-			}
-		case fi.IsDir():
-			r.binds = append(r.binds, "/"+name)
-		}
-	}
+	links, dirs := hostroot.MergedUsr()
+	r := &rootfs{binds: append([]string{"/usr"}, dirs...)}
 	if !strings.HasPrefix(filepath.Clean(python[0]), "/usr/") {
 		return nil, fmt.Errorf("interpreter %s: it must lie under /usr, the only tree the sandbox sees", python[0])
 	}

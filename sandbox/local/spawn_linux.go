@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentgraph/agentgraph/sandbox"
+	"github.com/agentgraph/agentgraph/sandbox/internal/hostroot"
 	"golang.org/x/sys/unix"
 )
 
@@ -600,20 +601,9 @@ type hostLayout struct {
 
 func (b *Backend) host() *hostLayout {
 	b.hostOnce.Do(func() {
-		h := &hostLayout{symlinks: map[string]string{}}
+		h := &hostLayout{}
 		h.pythonEtc, _ = filepath.Glob("/etc/python3.*")
-		for _, name := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
-			fi, err := os.Lstat("/" + name)
-			switch {
-			case err != nil:
-			case fi.Mode()&os.ModeSymlink != 0:
-				if t, err := os.Readlink("/" + name); err == nil {
-					h.symlinks[name] = t
-				}
-			case fi.IsDir():
-				h.binds = append(h.binds, "/"+name)
-			}
-		}
+		h.symlinks, h.binds = hostroot.MergedUsr()
 		b.hostLayout = h
 	})
 	return b.hostLayout
