@@ -5,6 +5,7 @@ package jsonenc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"slices"
 	"unicode/utf8"
@@ -105,7 +106,7 @@ func plainWords(s string) int {
 // Raw appends already-encoded JSON as encoding/json writes a
 // json.RawMessage: compacted and HTML-escaped. Invalid JSON is an error.
 func Raw(b []byte, raw []byte) ([]byte, error) {
-	if clean(raw) && json.Valid(raw) {
+	if plainValue(raw) {
 		return append(b, raw...), nil
 	}
 	var c bytes.Buffer
@@ -117,14 +118,169 @@ func Raw(b []byte, raw []byte) ([]byte, error) {
 	return append(b, h.Bytes()...), nil
 }
 
-// clean reports whether raw has nothing compacting or HTML escaping would
-// change: no whitespace, no <, >, &, and no byte that may start U+2028/9.
-func clean(raw []byte) bool {
-	for _, c := range raw {
-		switch c {
-		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xE2:
+// plainValue reports whether raw is one JSON value that compacting and HTML
+// escaping leave as it is: valid as encoding/json.Valid says, with no space
+// outside strings, no '<', '>' or '&', and no byte that may start U+2028 or
+// U+2029. It reads strings, most of what tool arguments hold, eight bytes
+// at a time.
+func plainValue(raw []byte) bool {
+	v := validator{b: raw}
+	return v.value(0) && v.i == len(raw)
+}
+
+// maxDepth is how deep encoding/json lets objects and arrays nest.
+const maxDepth = 10000
+
+type validator struct {
+	b []byte
+	i int
+}
+
+func (v *validator) next(c byte) bool {
+	if v.i < len(v.b) && v.b[v.i] == c {
+		v.i++
+		return true
+	}
+	return false
+}
+
+// value reads a value inside depth objects and arrays.
+func (v *validator) value(depth int) bool {
+	if v.i >= len(v.b) {
+		return false
+	}
+	switch c := v.b[v.i]; {
+	case c == '"':
+		return v.str()
+	case c == '{':
+		v.i++
+		if depth >= maxDepth {
 			return false
 		}
+		if v.next('}') {
+			return true
+		}
+		for {
+			if v.i >= len(v.b) || v.b[v.i] != '"' || !v.str() || !v.next(':') || !v.value(depth+1) {
+				return false
+			}
+			if !v.next(',') {
+				return v.next('}')
+			}
+		}
+	case c == '[':
+		v.i++
+		if depth >= maxDepth {
+			return false
+		}
+		if v.next(']') {
+			return true
+		}
+		for {
+			if !v.value(depth + 1) {
+				return false
+			}
+			if !v.next(',') {
+				return v.next(']')
+			}
+		}
+	case c == 't':
+		return v.word("true")
+	case c == 'f':
+		return v.word("false")
+	case c == 'n':
+		return v.word("null")
+	case c == '-' || '0' <= c && c <= '9':
+		return v.number()
+	}
+	return false
+}
+
+func (v *validator) word(w string) bool {
+	if len(v.b)-v.i < len(w) || string(v.b[v.i:v.i+len(w)]) != w {
+		return false
+	}
+	v.i += len(w)
+	return true
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func (v *validator) digits() bool {
+	start := v.i
+	for v.i < len(v.b) && isDigit(v.b[v.i]) {
+		v.i++
+	}
+	return v.i > start
+}
+
+func (v *validator) number() bool {
+	v.next('-')
+	if !v.next('0') && !v.digits() {
+		return false
+	}
+	if v.next('.') && !v.digits() {
+		return false
+	}
+	if v.next('e') || v.next('E') {
+		if !v.next('+') {
+			v.next('-')
+		}
+		return v.digits()
 	}
 	return true
+}
+
+// str reads a string, v.i at its opening quote.
+func (v *validator) str() bool {
+	b, i := v.b, v.i+1
+	for {
+		for i+8 <= len(b) && plainInString(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		if i >= len(b) {
+			return false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			v.i = i + 1
+			return true
+		case c == '\\':
+			if i+1 >= len(b) {
+				return false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					return false
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !isDigit(h) && !('a' <= h && h <= 'f') && !('A' <= h && h <= 'F') {
+						return false
+					}
+				}
+				i += 6
+			default:
+				return false
+			}
+		case c < 0x20, c == '<', c == '>', c == '&', c == 0xe2:
+			return false
+		default:
+			i++
+		}
+	}
+}
+
+// plainInString reports whether none of the eight bytes of w ends a
+// string, starts an escape, is a control byte, or is one plainValue turns
+// away: '"', '\\', below 0x20, '<', '>', '&', 0xe2. See plainWords for how.
+func plainInString(w uint64) bool {
+	lt := (w | lows*0x02) ^ lows*'>'
+	qa := (w | lows*0x04) ^ lows*'&'
+	bs := w ^ lows*'\\'
+	e2 := w ^ lows*0xe2
+	flag := (w-lows*0x20)&^w | (lt-lows)&^lt | (qa-lows)&^qa | (bs-lows)&^bs | (e2-lows)&^e2
+	return flag&highs == 0
 }
