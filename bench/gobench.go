@@ -13,70 +13,148 @@ import (
 )
 
 // goBench is one `go test -bench` command over a package of this
-// repository: the benchmarks behind the engine's, the savers' and the
-// prebuilt agents' figures in docs/performance.md.
+// repository: the benchmarks behind the engine's, the savers', the prebuilt
+// agents', PostgreSQL's and the sandbox's figures in docs/performance.md.
 type goBench struct {
-	Group     string // a name for -gobench: engine, savers, prebuilt
+	Group     string // a name for -gobench: engine, savers, prebuilt, postgres, sandbox
 	Package   string // relative to the repository root
 	Pattern   string
-	Benchtime string // "" for go test's default
+	Benchtime string // "" for go test's default, or 0.2 s with -quick
+	// Rounds caps how many of the rounds the command runs in, for
+	// benchmarks long enough that one run is the figure; 0 for all.
+	Rounds int
 }
 
 var goBenches = []goBench{
-	{"engine", "./graph/", "Chain1000|Fanout100|AgentLoop100$|Wide100", ""},
-	{"savers", "./graph/", "AgentLoopSaver", ""},
-	{"savers", "./graph/", "Growth|ResumeCold", "3x"},
-	{"savers", "./graph/", "BoltFileSize", "1x"},
-	{"savers", "./checkpoint/", ".", ""},
-	{"savers", "./checkpoint/bolt/", ".", ""},
-	{"prebuilt", "./prebuilt/", ".", ""},
+	{"engine", "./graph/", "Chain1000|Fanout100|AgentLoop100$|Wide100", "", 0},
+	{"savers", "./graph/", "AgentLoopSaver", "", 0},
+	{"savers", "./graph/", "Growth|ResumeCold", "3x", 0},
+	{"savers", "./graph/", "BoltFileSize", "1x", 0},
+	{"savers", "./checkpoint/", ".", "", 0},
+	{"savers", "./checkpoint/bolt/", ".", "", 0},
+	{"prebuilt", "./prebuilt/", ".", "", 0},
+	// They start a throwaway server of their own (internal/pgtest) unless
+	// AGENTGRAPH_TEST_POSTGRES names one, and skip without PostgreSQL.
+	{"postgres", "./checkpoint/postgres/", ".", "", 0},
+	// As root only; the gVisor one also needs runsc (AGENTGRAPH_RUNSC may
+	// name a newer one than $PATH's). Both skip otherwise.
+	{"sandbox", "./sandbox/local/", "PythonOverhead|ExecTrue$|ExecPythonPass$|Create$", "30x", 0},
+	{"sandbox", "./sandbox/local/", "Concurrent100x10", "1x", 1},
+	{"sandbox", "./sandbox/gvisor/", "ExecBesideLocal", "20x", 1},
+}
+
+// goBenchGroups are the groups of goBenches, in order.
+func goBenchGroups() []string {
+	var gs []string
+	for _, gb := range goBenches {
+		if !slices.Contains(gs, gb.Group) {
+			gs = append(gs, gb.Group)
+		}
+	}
+	return gs
+}
+
+// rounds is how many of n rounds the command runs in.
+func (gb goBench) rounds(n int) int {
+	if gb.Rounds > 0 {
+		return min(gb.Rounds, n)
+	}
+	return n
+}
+
+func (gb goBench) benchtime(quick bool) string {
+	if gb.Benchtime == "" && quick {
+		return "200ms"
+	}
+	return gb.Benchtime
+}
+
+// command is the go test command line, run from the repository root, that
+// reproduces the command's figures in one go: count is the number of rounds.
+func (gb goBench) command(count int, quick bool) string {
+	c := "go test -run '^$' -bench '" + gb.Pattern + "' -benchmem"
+	if bt := gb.benchtime(quick); bt != "" {
+		c += " -benchtime " + bt
+	}
+	if count > 1 {
+		c += " -count " + strconv.Itoa(count)
+	}
+	return c + " " + gb.Package
 }
 
 // GoBenchResult is the median of each metric of one benchmark over the
 // rounds it ran in.
 type GoBenchResult struct {
+	Group   string             `json:"group"`
+	Command string             `json:"command"` // reproduces the figures, from the repository root
 	Package string             `json:"package"`
 	Name    string             `json:"name"`
 	Runs    int                `json:"n"`
 	Metrics map[string]float64 `json:"metrics"` // unit → median, e.g. "ns/op"
+	// Skipped is why the benchmark skipped itself, in the rounds it did
+	// (without PostgreSQL, as non-root, without runsc).
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // runGoBenches runs the chosen commands rounds times, one round after the
 // other (so every benchmark's runs are spread over the whole measurement,
-// as the table's cells are), and returns the medians.
-func runGoBenches(ctx context.Context, groups []string, rounds int) ([]GoBenchResult, error) {
-	type key struct{ pkg, name string }
+// as the table's cells are), and returns the medians. A command that fails
+// is reported and left out of the later rounds; the others go on.
+func runGoBenches(ctx context.Context, groups []string, rounds int, quick bool) ([]GoBenchResult, []error) {
+	type key struct {
+		entry int
+		name  string
+	}
 	samples := map[key][]map[string]float64{}
+	skipped := map[key]string{}
 	var order []key
+	var errs []error
+	failed := map[int]bool{}
 	for round := range rounds {
-		for _, gb := range goBenches {
-			if !slices.Contains(groups, gb.Group) {
+		for i, gb := range goBenches {
+			if !slices.Contains(groups, gb.Group) || round >= gb.rounds(rounds) || failed[i] {
 				continue
 			}
-			progress("go test", gb.Package+" "+gb.Pattern, fmt.Sprintf("round %d of %d", round+1, rounds))
-			args := []string{"test", "-run", "^$", "-bench", gb.Pattern, "-benchmem", "-count", "1"}
-			if gb.Benchtime != "" {
-				args = append(args, "-benchtime", gb.Benchtime)
+			if ctx.Err() != nil {
+				break
+			}
+			progress("go test", gb.Package+" "+gb.Pattern, fmt.Sprintf("round %d of %d", round+1, gb.rounds(rounds)))
+			// -v, for the reasons of benchmarks that skip.
+			args := []string{"test", "-v", "-run", "^$", "-bench", gb.Pattern, "-benchmem", "-count", "1"}
+			if bt := gb.benchtime(quick); bt != "" {
+				args = append(args, "-benchtime", bt)
 			}
 			cmd := exec.CommandContext(ctx, "go", append(args, gb.Package)...)
 			cmd.Dir = ".."
 			cmd.Stderr = os.Stderr
 			out, err := cmd.Output()
 			if err != nil {
-				return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(cmd.Args[1:], " "), err, out)
+				failed[i] = true
+				errs = append(errs, fmt.Errorf("go %s: %w\n%s", strings.Join(cmd.Args[1:], " "), err, lastLines(out, 30)))
+				continue
 			}
-			for name, m := range parseBenchOutput(out) {
-				k := key{gb.Package, name}
-				if samples[k] == nil {
+			bo := readBenchOutput(out)
+			for _, name := range bo.Names {
+				k := key{i, name}
+				_, ran := samples[k]
+				_, skip := skipped[k]
+				if !ran && !skip {
 					order = append(order, k)
 				}
-				samples[k] = append(samples[k], m)
+				if m, ok := bo.Metrics[name]; ok {
+					samples[k] = append(samples[k], m)
+				}
+				if why, ok := bo.Skipped[name]; ok {
+					skipped[k] = why
+				}
 			}
 		}
 	}
 	var res []GoBenchResult
 	for _, k := range order {
-		r := GoBenchResult{Package: k.pkg, Name: k.name, Runs: len(samples[k]), Metrics: map[string]float64{}}
+		gb := goBenches[k.entry]
+		r := GoBenchResult{Group: gb.Group, Command: gb.command(gb.rounds(rounds), quick), Package: gb.Package, Name: k.name,
+			Runs: len(samples[k]), Metrics: map[string]float64{}, Skipped: skipped[k]}
 		units := map[string]bool{}
 		for _, m := range samples[k] {
 			for u := range m {
@@ -94,17 +172,66 @@ func runGoBenches(ctx context.Context, groups []string, rounds int) ([]GoBenchRe
 		}
 		res = append(res, r)
 	}
-	return res, nil
+	return res, errs
 }
 
 // parseBenchOutput reads the result lines of go test -bench: a name with
 // its -GOMAXPROCS suffix, the iteration count, then value and unit pairs.
 func parseBenchOutput(out []byte) map[string]map[string]float64 {
-	res := map[string]map[string]float64{}
+	return readBenchOutput(out).Metrics
+}
+
+// benchOutput is what the output of go test -v -bench says.
+type benchOutput struct {
+	Names   []string                      // benchmarks that ran or skipped, in order
+	Metrics map[string]map[string]float64 // name → unit → value
+	Skipped map[string]string             // name → the reason it logged
+}
+
+// readBenchOutput reads result lines and, from -v output, the benchmarks
+// that skipped: the lines a benchmark logs come after its name and before
+// its "--- SKIP: name".
+func readBenchOutput(out []byte) benchOutput {
+	bo := benchOutput{Metrics: map[string]map[string]float64{}, Skipped: map[string]string{}}
+	add := func(name string) {
+		if !slices.Contains(bo.Names, name) {
+			bo.Names = append(bo.Names, name)
+		}
+	}
+	var logged []string // since the last benchmark's name
+	skip := ""          // the benchmark whose SKIP line came last
 	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "--- SKIP: Benchmark"); ok && rest != "" {
+			skip = strings.Fields(rest)[0]
+			add(skip)
+			bo.Skipped[skip] = strings.Join(logged, "; ")
+			logged = nil
+			continue
+		}
+		if strings.HasPrefix(line, "    ") {
+			// "    file_test.go:12: message"
+			msg := strings.TrimSpace(line)
+			if file, after, ok := strings.Cut(msg, ": "); ok && strings.Contains(file, ".go:") {
+				msg = after
+			}
+			if skip != "" {
+				// The message under the SKIP line, as older releases print it.
+				bo.Skipped[skip] = strings.TrimPrefix(bo.Skipped[skip]+"; "+msg, "; ")
+			} else {
+				logged = append(logged, msg)
+			}
+			continue
+		}
+		skip = ""
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		logged = nil
+		if len(f) < 4 {
 			continue
 		}
 		if _, err := strconv.Atoi(f[1]); err != nil {
@@ -124,9 +251,16 @@ func parseBenchOutput(out []byte) map[string]map[string]float64 {
 			}
 			m[f[i+1]] = v
 		}
-		res[name] = m
+		add(name)
+		bo.Metrics[name] = m
 	}
-	return res
+	return bo
+}
+
+// lastLines is the end of a command's output, enough to show why it failed.
+func lastLines(out []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func median(vs []float64) float64 {
@@ -142,20 +276,28 @@ func median(vs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// goBenchMarkdown renders the go test figures: one table per package.
+// goBenchMarkdown renders the go test figures: a table per command, under
+// the command that reproduces it.
 func goBenchMarkdown(rs []GoBenchResult) string {
 	if len(rs) == 0 {
 		return ""
 	}
 	var b strings.Builder
 	b.WriteString("\n## go test benchmarks (median of each metric over the rounds)\n")
-	pkg := ""
+	group, command := "", ""
 	for _, r := range rs {
-		if r.Package != pkg {
-			pkg = r.Package
-			fmt.Fprintf(&b, "\n%s\n\n| benchmark | runs | time | other metrics |\n|---|---:|---:|---|\n", pkg)
+		if r.Group != group {
+			group = r.Group
+			fmt.Fprintf(&b, "\n### %s\n", group)
 		}
-		var other []string
+		if r.Command != command {
+			command = r.Command
+			fmt.Fprintf(&b, "\n    %s\n\n| benchmark | runs | time | other metrics |\n|---|---:|---:|---|\n", command)
+		}
+		if r.Runs == 0 {
+			fmt.Fprintf(&b, "| %s | 0 | skipped | %s |\n", r.Name, strings.ReplaceAll(r.Skipped, "|", "/"))
+			continue
+		}
 		var units []string
 		for u := range r.Metrics {
 			if u != "ns/op" {
@@ -163,8 +305,12 @@ func goBenchMarkdown(rs []GoBenchResult) string {
 			}
 		}
 		slices.Sort(units)
+		var other []string
 		for _, u := range units {
 			other = append(other, strconv.FormatFloat(r.Metrics[u], 'g', 4, 64)+" "+u)
+		}
+		if r.Skipped != "" {
+			other = append(other, "skipped in some rounds: "+strings.ReplaceAll(r.Skipped, "|", "/"))
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", r.Name, r.Runs, durText(r.Metrics["ns/op"]/1e6), strings.Join(other, ", "))
 	}

@@ -1,6 +1,9 @@
 // Command bench builds LangGraph's benchmark workloads in agentgraph and in
 // the frameworks a user would pick instead (eino, langgraphgo, LangGraph.js),
-// and prints one Markdown table of medians and ratios.
+// and prints one Markdown table of medians and ratios; then it runs the
+// repository's own go test benchmarks and the Agent Server comparison
+// (./agentserver), and prints their tables: every figure docs/performance.md
+// quotes.
 //
 // Run it from bench/ (bench/run.sh does): go run . [flags]. It writes the raw
 // figures to results.json and the growth check's chart to growth.svg.
@@ -32,7 +35,7 @@ func run() error {
 	var (
 		workloadsFlag  = flag.String("workloads", "all", "comma-separated workload names or prefixes (sequential, fanout, react, wide, react_agent_10x, ...)")
 		variantsFlag   = flag.String("variants", "none,memory,bolt", "comma-separated savers: none, memory, bolt")
-		frameworksFlag = flag.String("frameworks", "all", "comma-separated columns to measure: "+strings.Join(frameworkNames(), ", "))
+		frameworksFlag = flag.String("frameworks", "all", "comma-separated columns to measure: "+strings.Join(frameworkNames(), ", ")+"; empty to skip the table and the growth check")
 		growthFlag     = flag.String("growth", "100,1000", "agent-loop lengths for the growth check; empty to skip")
 		quick          = flag.Bool("quick", false, "short runs (0.2 s or 3 runs a cell) and a 100/300-turn growth check")
 		target         = flag.Duration("target", time.Second, "repeat each cell until this much time has passed...")
@@ -40,8 +43,8 @@ func run() error {
 		growthBudget   = flag.Duration("growth-budget", 90*time.Second, "stop a growth run still going after this long and report the turns it finished")
 		jsonOut        = flag.String("json", "results.json", "where to write the raw results")
 		svgOut         = flag.String("svg", "growth.svg", "where to write the growth chart")
-		goBenchFlag    = flag.String("gobench", "engine,savers,prebuilt", "groups of the repository's go test benchmarks to run too (engine, savers, prebuilt); empty to skip")
-		goBenchRounds  = flag.Int("gobench-rounds", 5, "how many times to run each go test benchmark (the figure is the median)")
+		goBenchFlag    = flag.String("gobench", strings.Join(append(goBenchGroups(), serverGroup), ","), "groups of the repository's go test benchmarks to run too ("+strings.Join(goBenchGroups(), ", ")+"), and "+serverGroup+" for the Agent Server comparison; empty to skip")
+		goBenchRounds  = flag.Int("gobench-rounds", 5, "how many times to run each go test benchmark (the figure is the median; the longest run once)")
 	)
 	flag.Parse()
 
@@ -76,6 +79,12 @@ func run() error {
 			return fmt.Errorf("-growth %q: want positive turn counts like 100,1000", *growthFlag)
 		}
 		p.Growth = append(p.Growth, n)
+	}
+	groups := splitList(*goBenchFlag)
+	for _, g := range groups {
+		if g != serverGroup && !slices.Contains(goBenchGroups(), g) {
+			return fmt.Errorf("unknown -gobench group %q: pick from %s, %s", g, strings.Join(goBenchGroups(), ", "), serverGroup)
+		}
 	}
 	names := frameworkNames()
 	if *frameworksFlag != "all" {
@@ -115,13 +124,31 @@ func run() error {
 			rep.Growth = append(rep.Growth, measureGrowth(ctx, f, turns, p))
 		}
 	}
-	if groups := splitList(*goBenchFlag); len(groups) > 0 && ctx.Err() == nil {
-		res, err := runGoBenches(ctx, groups, max(1, *goBenchRounds))
-		if err != nil {
+	if slices.ContainsFunc(groups, func(g string) bool { return g != serverGroup }) && ctx.Err() == nil {
+		res, errs := runGoBenches(ctx, groups, max(1, *goBenchRounds), *quick)
+		for _, err := range errs {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			rep.Errors = append(rep.Errors, err.Error())
 		}
 		rep.GoBench = res
+		for _, r := range res {
+			if r.Skipped != "" {
+				fmt.Fprintf(os.Stderr, "bench: %s %s skipped: %s\n", r.Package, r.Name, r.Skipped)
+			}
+		}
+	}
+	if slices.Contains(groups, serverGroup) && ctx.Err() == nil {
+		res, err := runServerBench(ctx, *quick)
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			rep.Errors = append(rep.Errors, err.Error())
+		}
+		if res.Skipped != "" {
+			fmt.Fprintln(os.Stderr, "bench: the Agent Server comparison skipped:", res.Skipped)
+		}
+		if err == nil {
+			rep.Server = &res
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted: %w", err)
@@ -130,6 +157,7 @@ func run() error {
 	rep.Machine["loadavg_end"] = loadavg()
 	fmt.Print(rep.markdown(p, names))
 	fmt.Print(goBenchMarkdown(rep.GoBench))
+	fmt.Print(serverMarkdown(rep.Server))
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding results: %w", err)
@@ -137,7 +165,7 @@ func run() error {
 	if err := os.WriteFile(*jsonOut, append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing results: %w", err)
 	}
-	if len(p.Growth) > 0 {
+	if len(rep.Growth) > 0 {
 		if err := os.WriteFile(*svgOut, []byte(growthSVG(rep.Growth, names)), 0o644); err != nil {
 			return fmt.Errorf("writing growth chart: %w", err)
 		}

@@ -15,6 +15,7 @@ type report struct {
 	Results []Result          `json:"results"`
 	Growth  []GrowthResult    `json:"growth"`
 	GoBench []GoBenchResult   `json:"go_benchmarks,omitempty"`
+	Server  *ServerResult     `json:"agent_server,omitempty"`
 	Errors  []string          `json:"errors,omitempty"`
 }
 
@@ -35,6 +36,12 @@ func (r *report) find(framework, workload string, v Variant) (Result, bool) {
 // Rows no framework could run are left out.
 func (r *report) markdown(p plan, names []string) string {
 	var b strings.Builder
+	if len(names) == 0 {
+		fmt.Fprintf(&b, "\n%s, %s CPUs, %s. Load average at start %s, at end %s.\n", r.Machine["cpu"], r.Machine["cpus"], r.Machine["go"],
+			r.Machine["loadavg_start"], r.Machine["loadavg_end"])
+		r.writeErrors(&b)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "\n## Median time per run (%s, %s CPUs, %s, node %s)\n\n", r.Machine["cpu"], r.Machine["cpus"], r.Machine["go"], r.Machine["node"])
 	fmt.Fprintf(&b, "Load average at start %s, at end %s.\n\n", r.Machine["loadavg_start"], r.Machine["loadavg_end"])
 	b.WriteString("A Go framework's cell reads \"time (overhead)\": the overhead is the median difference between a run of the cell and a run of the plain Go loop timed beside it (the same node, model and tool work with no framework, `plain.go`).\n\n")
@@ -173,10 +180,14 @@ func (r *report) markdown(p plan, names []string) string {
 			}
 		}
 	}
-	for _, e := range r.Errors {
-		fmt.Fprintf(&b, "\nerror: %s\n", e)
-	}
+	r.writeErrors(&b)
 	return b.String()
+}
+
+func (r *report) writeErrors(b *strings.Builder) {
+	for _, e := range r.Errors {
+		fmt.Fprintf(b, "\nerror: %s\n", e)
+	}
 }
 
 func cellText(c Result) string {

@@ -9,7 +9,8 @@
 //	go run ./agentserver
 //
 // It prints a Markdown table of medians and the ratio of agentgraph's figure
-// to LangGraph's.
+// to LangGraph's; -json FILE writes the figures there too (the benchmark
+// harness in bench/ reads them).
 package main
 
 import (
@@ -48,6 +49,7 @@ func main() {
 	seqRuns := flag.Int("seq-runs", 20, "runs one after another on one new thread in a sequential trial")
 	firstEvents := flag.Int("first-events", 100, "streamed runs timed for the first event, per server")
 	only := flag.String("only", "", "measure only agentgraph or langgraphjs")
+	jsonOut := flag.String("json", "", "also write the figures to this file as JSON")
 	flag.Parse()
 	if *serve != "" {
 		if err := serveAgentgraph(*serve); err != nil {
@@ -59,7 +61,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := config{trials: *trials, perThread: *perThread, threads: *threads, seqRuns: *seqRuns, firstEvents: *firstEvents}
-	if err := compare(ctx, cfg, *only); err != nil {
+	if err := compare(ctx, cfg, *only, *jsonOut); err != nil {
 		fmt.Fprintln(os.Stderr, "agentserver:", err)
 		os.Exit(1)
 	}
@@ -124,12 +126,26 @@ type config struct {
 	trials, perThread, threads, seqRuns, firstEvents int
 }
 
+// figures are one server's medians, and the trials behind the runs/s ones.
 type figures struct {
-	sequential, concurrent float64 // runs per second
-	firstEvent             time.Duration
+	Sequential       float64   `json:"sequential_runs_per_s"` // runs per second
+	Concurrent       float64   `json:"concurrent_runs_per_s"`
+	FirstEventMS     float64   `json:"first_event_ms"`
+	SequentialTrials []float64 `json:"sequential_trials"`
+	ConcurrentTrials []float64 `json:"concurrent_trials"`
 }
 
-func compare(ctx context.Context, cfg config, only string) error {
+// output is what -json writes.
+type output struct {
+	Trials      int                `json:"trials"`
+	SeqRuns     int                `json:"seq_runs"`
+	Threads     int                `json:"threads"`
+	PerThread   int                `json:"per_thread"`
+	FirstEvents int                `json:"first_events"`
+	Servers     map[string]figures `json:"servers"`
+}
+
+func compare(ctx context.Context, cfg config, only, jsonOut string) error {
 	results := map[string]figures{}
 	for _, name := range []string{"agentgraph", "langgraphjs"} {
 		if only != "" && only != name {
@@ -160,10 +176,18 @@ func compare(ctx context.Context, cfg config, only string) error {
 		fmt.Printf("| %s | %.4g %s | %.4g %s | %s |\n", what, ours, unit, theirs, unit, ratio)
 	}
 	a, l := results["agentgraph"], results["langgraphjs"]
-	row("runs/s, sequential on one thread", a.sequential, l.sequential, "runs/s", true)
-	row(fmt.Sprintf("runs/s, %d threads at once", cfg.threads), a.concurrent, l.concurrent, "runs/s", true)
-	row("time to first streamed event", ms(a.firstEvent), ms(l.firstEvent), "ms", false)
-	return nil
+	row(fmt.Sprintf("runs/s, %d runs one after another on one thread", cfg.seqRuns), a.Sequential, l.Sequential, "runs/s", true)
+	row(fmt.Sprintf("runs/s, %d threads at once (%d runs each)", cfg.threads, cfg.perThread), a.Concurrent, l.Concurrent, "runs/s", true)
+	row("time to first streamed event", a.FirstEventMS, l.FirstEventMS, "ms", false)
+	if jsonOut == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(output{Trials: cfg.trials, SeqRuns: cfg.seqRuns, Threads: cfg.threads, PerThread: cfg.perThread,
+		FirstEvents: cfg.firstEvents, Servers: results}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(jsonOut, append(data, '\n'), 0o644)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -442,7 +466,8 @@ func measure(ctx context.Context, cfg config, url string) (figures, error) {
 		}
 		first = append(first, d)
 	}
-	f.sequential, f.concurrent, f.firstEvent = median(seq), median(conc), median(first)
+	f.Sequential, f.Concurrent, f.FirstEventMS = median(seq), median(conc), ms(median(first))
+	f.SequentialTrials, f.ConcurrentTrials = seq, conc
 	fmt.Fprintf(os.Stderr, "  sequential %v\n  concurrent %v\n", seq, conc)
 	return f, nil
 }
