@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -81,7 +82,7 @@ func appendSlice(v any) ([]byte, bool, error) {
 			n += 64
 		}
 	}
-	b := make([]byte, 0, n)
+	b := uninitialized(n)
 	b = append(b, '[')
 	for i := range s.Len() {
 		if i > 0 {
@@ -92,7 +93,8 @@ func appendSlice(v any) ([]byte, bool, error) {
 			return nil, true, err
 		}
 	}
-	return append(b, ']'), true, nil
+	// Clipped: what lies beyond was never written.
+	return slices.Clip(append(b, ']')), true, nil
 }
 
 func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
@@ -153,24 +155,30 @@ func (e *anyEncoder) remember(id span, start int) {
 }
 
 // bytes returns the output with its copies made. A copy repeats bytes
-// before it, so they are in place by the time it is made. Every byte of the
-// output is written, so it is allocated without being zeroed first, which
-// only a strings.Builder can do; the Builder is dropped, and the bytes are
-// the caller's alone.
+// before it, so they are in place by the time it is made.
 func (e *anyEncoder) bytes() []byte {
 	if len(e.copies) == 0 {
 		return e.b
 	}
-	var out strings.Builder
-	out.Grow(e.pos())
+	out := uninitialized(e.pos())
 	done := 0
 	for _, c := range e.copies {
-		out.Write(e.b[done:c.at])
+		out = append(out, e.b[done:c.at]...)
 		done = c.at
-		out.WriteString(out.String()[c.from : c.from+c.n])
+		out = append(out, out[c.from:c.from+c.n]...)
 	}
-	out.Write(e.b[done:])
-	return unsafe.Slice(unsafe.StringData(out.String()), out.Len())
+	return append(out, e.b[done:]...)
+}
+
+// uninitialized returns an empty slice with room for n bytes that were not
+// zeroed, for an encoding that writes every byte of a large output: zeroing
+// it first would cost about as much as writing it. Only a strings.Builder
+// allocates so; the Builder is dropped, and the bytes are the caller's.
+func uninitialized(n int) []byte {
+	var sb strings.Builder
+	sb.Grow(max(n, 1))
+	sb.WriteByte(0)
+	return unsafe.Slice(unsafe.StringData(sb.String()), max(n, 1))[:0:n]
 }
 
 func (e *anyEncoder) value(v any) bool {
