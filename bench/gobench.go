@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"slices"
@@ -257,6 +258,27 @@ func readBenchOutput(out []byte) benchOutput {
 	return bo
 }
 
+// reportSkips says on stderr which benchmarks skipped and why, once per
+// package and reason.
+func reportSkips(rs []GoBenchResult) {
+	type key struct{ pkg, why string }
+	var order []key
+	names := map[key][]string{}
+	for _, r := range rs {
+		if r.Skipped == "" {
+			continue
+		}
+		k := key{r.Package, r.Skipped}
+		if names[k] == nil {
+			order = append(order, k)
+		}
+		names[k] = append(names[k], r.Name)
+	}
+	for _, k := range order {
+		fmt.Fprintf(os.Stderr, "bench: %s %s skipped: %s\n", k.pkg, strings.Join(names[k], ", "), k.why)
+	}
+}
+
 // lastLines is the end of a command's output, enough to show why it failed.
 func lastLines(out []byte, n int) string {
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
@@ -284,20 +306,26 @@ func goBenchMarkdown(rs []GoBenchResult) string {
 	}
 	var b strings.Builder
 	b.WriteString("\n## go test benchmarks (median of each metric over the rounds)\n")
-	group, command := "", ""
+	group, command, lastSkip := "", "", ""
 	for _, r := range rs {
 		if r.Group != group {
 			group = r.Group
 			fmt.Fprintf(&b, "\n### %s\n", group)
 		}
 		if r.Command != command {
-			command = r.Command
+			command, lastSkip = r.Command, ""
 			fmt.Fprintf(&b, "\n    %s\n\n| benchmark | runs | time | other metrics |\n|---|---:|---:|---|\n", command)
 		}
 		if r.Runs == 0 {
-			fmt.Fprintf(&b, "| %s | 0 | skipped | %s |\n", r.Name, strings.ReplaceAll(r.Skipped, "|", "/"))
+			why := strings.ReplaceAll(r.Skipped, "|", "/")
+			if r.Skipped == lastSkip {
+				why = "as above"
+			}
+			lastSkip = r.Skipped
+			fmt.Fprintf(&b, "| %s | 0 | skipped | %s |\n", r.Name, why)
 			continue
 		}
+		lastSkip = ""
 		var units []string
 		for u := range r.Metrics {
 			if u != "ns/op" {
@@ -307,7 +335,7 @@ func goBenchMarkdown(rs []GoBenchResult) string {
 		slices.Sort(units)
 		var other []string
 		for _, u := range units {
-			other = append(other, strconv.FormatFloat(r.Metrics[u], 'g', 4, 64)+" "+u)
+			other = append(other, metricText(r.Metrics[u])+" "+u)
 		}
 		if r.Skipped != "" {
 			other = append(other, "skipped in some rounds: "+strings.ReplaceAll(r.Skipped, "|", "/"))
@@ -315,4 +343,13 @@ func goBenchMarkdown(rs []GoBenchResult) string {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", r.Name, r.Runs, durText(r.Metrics["ns/op"]/1e6), strings.Join(other, ", "))
 	}
 	return b.String()
+}
+
+// metricText prints whole numbers (bytes, allocations) in full and others
+// with four significant digits.
+func metricText(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
 }

@@ -131,11 +131,7 @@ func run() error {
 			rep.Errors = append(rep.Errors, err.Error())
 		}
 		rep.GoBench = res
-		for _, r := range res {
-			if r.Skipped != "" {
-				fmt.Fprintf(os.Stderr, "bench: %s %s skipped: %s\n", r.Package, r.Name, r.Skipped)
-			}
-		}
+		reportSkips(res)
 	}
 	if slices.Contains(groups, serverGroup) && ctx.Err() == nil {
 		res, err := runServerBench(ctx, *quick)
@@ -158,6 +154,7 @@ func run() error {
 	fmt.Print(rep.markdown(p, names))
 	fmt.Print(goBenchMarkdown(rep.GoBench))
 	fmt.Print(serverMarkdown(rep.Server))
+	fmt.Print(rep.errorsMarkdown())
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding results: %w", err)

@@ -39,7 +39,6 @@ func (r *report) markdown(p plan, names []string) string {
 	if len(names) == 0 {
 		fmt.Fprintf(&b, "\n%s, %s CPUs, %s. Load average at start %s, at end %s.\n", r.Machine["cpu"], r.Machine["cpus"], r.Machine["go"],
 			r.Machine["loadavg_start"], r.Machine["loadavg_end"])
-		r.writeErrors(&b)
 		return b.String()
 	}
 	fmt.Fprintf(&b, "\n## Median time per run (%s, %s CPUs, %s, node %s)\n\n", r.Machine["cpu"], r.Machine["cpus"], r.Machine["go"], r.Machine["node"])
@@ -180,14 +179,16 @@ func (r *report) markdown(p plan, names []string) string {
 			}
 		}
 	}
-	r.writeErrors(&b)
 	return b.String()
 }
 
-func (r *report) writeErrors(b *strings.Builder) {
+// errorsMarkdown lists what failed, after every table.
+func (r *report) errorsMarkdown() string {
+	var b strings.Builder
 	for _, e := range r.Errors {
-		fmt.Fprintf(b, "\nerror: %s\n", e)
+		fmt.Fprintf(&b, "\nerror: %s\n", e)
 	}
+	return b.String()
 }
 
 func cellText(c Result) string {
