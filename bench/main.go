@@ -1,9 +1,9 @@
 // Command bench builds LangGraph's benchmark workloads in agentgraph and in
 // the frameworks a user would pick instead (eino, langgraphgo, LangGraph.js),
 // and prints one Markdown table of medians and ratios; then it runs the
-// repository's own go test benchmarks and the Agent Server comparison
-// (./agentserver), and prints their tables: every figure docs/performance.md
-// quotes.
+// repository's own go test benchmarks, the Agent Server comparison
+// (./agentserver) and the Agent Server on several processes, and prints their
+// tables: every figure docs/performance.md quotes.
 //
 // Run it from bench/ (bench/run.sh does): go run . [flags]. It writes the raw
 // figures to results.json and the growth check's chart to growth.svg.
@@ -43,7 +43,7 @@ func run() error {
 		growthBudget   = flag.Duration("growth-budget", 90*time.Second, "stop a growth run still going after this long and report the turns it finished")
 		jsonOut        = flag.String("json", "results.json", "where to write the raw results")
 		svgOut         = flag.String("svg", "growth.svg", "where to write the growth chart")
-		goBenchFlag    = flag.String("gobench", strings.Join(append(goBenchGroups(), serverGroup), ","), "groups of the repository's go test benchmarks to run too ("+strings.Join(goBenchGroups(), ", ")+"), and "+serverGroup+" for the Agent Server comparison; empty to skip")
+		goBenchFlag    = flag.String("gobench", strings.Join(append(goBenchGroups(), serverGroup, clusterGroup), ","), "groups of the repository's go test benchmarks to run too ("+strings.Join(goBenchGroups(), ", ")+"), "+serverGroup+" for the Agent Server beside LangGraph's, "+clusterGroup+" for the Agent Server on several processes; empty to skip")
 		goBenchRounds  = flag.Int("gobench-rounds", 5, "how many times to run each go test benchmark (the figure is the median; the longest run once)")
 	)
 	flag.Parse()
@@ -81,9 +81,10 @@ func run() error {
 		p.Growth = append(p.Growth, n)
 	}
 	groups := splitList(*goBenchFlag)
+	known := append(goBenchGroups(), serverGroup, clusterGroup)
 	for _, g := range groups {
-		if g != serverGroup && !slices.Contains(goBenchGroups(), g) {
-			return fmt.Errorf("unknown -gobench group %q: pick from %s, %s", g, strings.Join(goBenchGroups(), ", "), serverGroup)
+		if !slices.Contains(known, g) {
+			return fmt.Errorf("unknown -gobench group %q: pick from %s", g, strings.Join(known, ", "))
 		}
 	}
 	names := frameworkNames()
@@ -124,7 +125,7 @@ func run() error {
 			rep.Growth = append(rep.Growth, measureGrowth(ctx, f, turns, p))
 		}
 	}
-	if slices.ContainsFunc(groups, func(g string) bool { return g != serverGroup }) && ctx.Err() == nil {
+	if slices.ContainsFunc(groups, func(g string) bool { return slices.Contains(goBenchGroups(), g) }) && ctx.Err() == nil {
 		res, errs := runGoBenches(ctx, groups, max(1, *goBenchRounds), *quick)
 		for _, err := range errs {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -146,6 +147,23 @@ func run() error {
 			rep.Server = &res
 		}
 	}
+	if slices.Contains(groups, clusterGroup) && ctx.Err() == nil {
+		count := 3
+		if *quick {
+			count = 1
+		}
+		res, err := runClusterBench(ctx, count)
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			rep.Errors = append(rep.Errors, err.Error())
+		}
+		if res.Skipped != "" {
+			fmt.Fprintln(os.Stderr, "bench: the Agent Server on several processes skipped:", res.Skipped)
+		}
+		if err == nil {
+			rep.Cluster = &res
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted: %w", err)
 	}
@@ -154,6 +172,7 @@ func run() error {
 	fmt.Print(rep.markdown(p, names))
 	fmt.Print(goBenchMarkdown(rep.GoBench))
 	fmt.Print(serverMarkdown(rep.Server))
+	fmt.Print(clusterMarkdown(rep.Cluster))
 	fmt.Print(rep.errorsMarkdown())
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {

@@ -16,6 +16,7 @@ type report struct {
 	Growth  []GrowthResult    `json:"growth"`
 	GoBench []GoBenchResult   `json:"go_benchmarks,omitempty"`
 	Server  *ServerResult     `json:"agent_server,omitempty"`
+	Cluster *ClusterResult    `json:"agent_server_processes,omitempty"`
 	Errors  []string          `json:"errors,omitempty"`
 }
 
