@@ -100,7 +100,8 @@ type GoBenchResult struct {
 // runGoBenches runs the chosen commands rounds times, one round after the
 // other (so every benchmark's runs are spread over the whole measurement,
 // as the table's cells are), and returns the medians. A command that fails
-// is reported and left out of the later rounds; the others go on.
+// is reported and left out of the later rounds, with the figures of what it
+// finished; the others go on.
 func runGoBenches(ctx context.Context, groups []string, rounds int, quick bool) ([]GoBenchResult, []error) {
 	type key struct {
 		entry int
@@ -130,9 +131,9 @@ func runGoBenches(ctx context.Context, groups []string, rounds int, quick bool) 
 			cmd.Stderr = os.Stderr
 			out, err := cmd.Output()
 			if err != nil {
+				// The benchmarks that finished before the failure still count.
 				failed[i] = true
 				errs = append(errs, fmt.Errorf("go %s: %w\n%s", strings.Join(cmd.Args[1:], " "), err, lastLines(out, 30)))
-				continue
 			}
 			bo := readBenchOutput(out)
 			for _, name := range bo.Names {
