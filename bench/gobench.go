@@ -40,8 +40,9 @@ var goBenches = []goBench{
 	// As root only; the gVisor one also needs runsc (AGENTGRAPH_RUNSC may
 	// name a newer one than $PATH's). Both skip otherwise.
 	{"sandbox", "./sandbox/local/", "PythonOverhead|ExecTrue$|ExecPythonPass$|Create$", "30x", 0},
-	{"sandbox", "./sandbox/local/", "Concurrent100x10", "1x", 1},
 	{"sandbox", "./sandbox/gvisor/", "ExecBesideLocal", "20x", 1},
+	// Last: a thousand commands at once leave the machine loaded for a while.
+	{"sandbox", "./sandbox/local/", "Concurrent100x10", "1x", 1},
 }
 
 // goBenchGroups are the groups of goBenches, in order.
