@@ -64,6 +64,13 @@ func New(opts ...Option) (*Backend, error) {
 	if cfg.runsc == "" {
 		return nil, fmt.Errorf("%w: runsc not found: install gVisor (Debian: apt-get install runsc) or pass gvisor.WithRunsc", sandbox.ErrUnsupported)
 	}
+	if fi, err := os.Stat(cfg.runsc); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		why := "not an executable file"
+		if err != nil {
+			why = err.Error()
+		}
+		return nil, fmt.Errorf("%w: runsc %s: %s: install gVisor or name another with gvisor.WithRunsc", sandbox.ErrUnsupported, cfg.runsc, why)
+	}
 	if cfg.cgroups && !cgroupsAvailable() {
 		cfg.cgroups = false
 	}

@@ -186,3 +186,16 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestMissingRunsc: a runsc that is not there is ErrUnsupported from New, naming the path, not a failure at
+// the first command.
+func TestMissingRunsc(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("New refuses non-root callers before it looks at runsc")
+	}
+	missing := filepath.Join(t.TempDir(), "runsc")
+	_, err := gvisor.New(gvisor.WithRoot(t.TempDir()), gvisor.WithRunsc(missing))
+	if !errors.Is(err, sandbox.ErrUnsupported) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("New with a missing runsc: %v, want ErrUnsupported naming %s", err, missing)
+	}
+}
