@@ -104,7 +104,8 @@ const (
 	// them grow and be copied at each commit.
 	flagBody = 1 << 3
 	bodyMin  = 2 << 10
-	// flagPacked: some values are compressed (format 3).
+	// flagPacked: some values are stored compressed (format 3); packMin is
+	// the shortest value worth trying.
 	flagPacked = 1 << 4
 	packMin    = 1 << 10
 	// refMin is the shortest shared prefix worth a reference.
