@@ -120,3 +120,21 @@ func waitStarted(s sandbox.Sandbox) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestOOMKillerPrefersTheSandbox: a sandbox's processes are the OOM killer's first choice and cannot make
+// themselves less so, so when the host runs out of memory they go before the graph process and the zygote.
+func TestOOMKillerPrefersTheSandbox(t *testing.T) {
+	ctx := context.Background()
+	s, err := newBackend(t).Create(ctx, sandbox.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Delete(ctx)
+	r, err := s.Exec(ctx, `cat /proc/self/oom_score_adj; sh -c 'cat /proc/self/oom_score_adj'; echo 0 > /proc/self/oom_score_adj && echo lowered`, sandbox.ExecOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stdout != "1000\n1000\n" {
+		t.Errorf("oom_score_adj in the sandbox: %+v, want 1000 for every process and no way down", r)
+	}
+}

@@ -41,6 +41,12 @@ func childProgramFor(cfg *childConfig, fds childFDs, sec *sandboxStatics) (*chil
 	p.keep = append(p.keep, one)
 	sys("say the process runs", unix.SYS_WRITE, uintptr(fds.alive), uintptr(unsafe.Pointer(&one[0])), 1)
 	sys("set the parent-death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL))
+	// The OOM killer's first choice: when the host runs out of memory, sandboxed code goes before the
+	// graph process and the zygote (whose death would end every sandbox's commands).
+	adj := sys("open oom_score_adj", unix.SYS_OPENAT, atFDCWD, str("/proc/self/oom_score_adj"),
+		uintptr(unix.O_WRONLY|unix.O_CLOEXEC))
+	p.callFrom("set oom_score_adj", unix.SYS_WRITE, 0, adj, 0, str("1000"), 4)
+	p.callFrom("close oom_score_adj", unix.SYS_CLOSE, 0, adj)
 	sys("setsid", unix.SYS_SETSID)
 	r := sys("wait for the id mapping", unix.SYS_READ, uintptr(fds.mapped), uintptr(unsafe.Pointer(&one[0])), 1)
 	p.ops[r].want = 1
