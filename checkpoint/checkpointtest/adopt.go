@@ -3,6 +3,7 @@ package checkpointtest
 import (
 	"bytes"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/agentgraph/agentgraph/checkpoint"
@@ -28,6 +29,18 @@ func bigCP() *checkpoint.Checkpoint {
 // checkpoint.Adopt stores what Put stores, whether the saver takes the
 // bytes over or gets a Put, and what it hands over is the bytes only.
 var adoptTests = []test{
+	{"LongRunsReadBack", func(t *testing.T, s checkpoint.Saver) {
+		// Base64 of a zeroed file: a value that compresses far more than a million to one.
+		cp := newCP("blob", `"`+strings.Repeat("A", 20<<20)+`"`)
+		cfg, err := checkpoint.Adopt(ctx, s, thread("t1"), cp, richMD())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := mustGet(t, s, cfg)
+		if v := got.Checkpoint.Values["blob"]; len(v) != 20<<20+2 || v[0] != '"' || v[1] != 'A' || v[len(v)-2] != 'A' || !bytes.Equal(v, cp.Values["blob"]) {
+			t.Errorf("a 20 MiB run of one byte read back as %d bytes", len(v))
+		}
+	}},
 	{"StoresWhatPutStores", func(t *testing.T, s checkpoint.Saver) {
 		cp := bigCP()
 		want := bigCP()

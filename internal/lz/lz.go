@@ -11,6 +11,7 @@ import (
 	"errors"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // ErrCorrupt reports data that is not a compressed form Append wrote.
@@ -98,19 +99,26 @@ func DecodedLen(b []byte) (int, error) {
 // AppendDecoded appends the data compressed in b to dst. It returns an
 // error wrapping ErrCorrupt, and dst as it was, when b is not a compressed
 // form Append wrote.
+//
+// The output is made room for at once when dst has it already or the
+// length b states is plausible for b's size; otherwise it grows as the
+// tokens write it, so a damaged length alone allocates nothing. (A run of
+// one byte compresses a million to one, so no ratio can tell a damaged
+// length from a true one.)
 func AppendDecoded(dst, b []byte) ([]byte, error) {
 	n, k := binary.Uvarint(b)
-	// Every output byte comes from a literal byte or a copy, and a copy
-	// token is at least two bytes; cap what damaged data can allocate.
-	if k <= 0 || n > uint64(len(b))<<20 {
+	base := len(dst)
+	if k <= 0 || n > uint64(math.MaxInt-base) {
 		return dst, ErrCorrupt
 	}
-	base := len(dst)
-	out := append(dst, make([]byte, n)...)[:base] // room for all of it, once
+	out := dst
+	if n <= uint64(len(b))*64+4096 {
+		out = slices.Grow(dst, int(n))
+	}
 	end := base + int(n)
 	b = b[k:]
 	last := uint64(1) // the last token's m: the data ends after one with m = 0
-	for len(b) > 0 {
+	for len(b) > 0 && last != 0 {
 		l, k := binary.Uvarint(b)
 		if k <= 0 || l > uint64(len(b)-k) || l > uint64(end-len(out)) {
 			return dst, ErrCorrupt
@@ -139,7 +147,7 @@ func AppendDecoded(dst, b []byte) ([]byte, error) {
 			left -= c
 		}
 	}
-	if len(out) != end || last != 0 {
+	if len(out) != end || last != 0 || len(b) != 0 {
 		return dst, ErrCorrupt
 	}
 	return out, nil

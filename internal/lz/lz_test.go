@@ -2,8 +2,10 @@ package lz
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -72,6 +74,39 @@ func TestCorrupt(t *testing.T) {
 	}
 	if _, err := AppendDecoded(nil, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("a huge length in a short input: err %v, want ErrCorrupt", err)
+	}
+	// A length of 1 GiB over a few bytes of tokens is rejected without making room for it.
+	huge := binary.AppendUvarint(nil, 1<<30)
+	huge = append(huge, 1, 'x', 0)
+	allocs := testing.AllocsPerRun(3, func() {
+		if _, err := AppendDecoded(nil, huge); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("1 GiB stated, one byte given: err %v, want ErrCorrupt", err)
+		}
+	})
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	AppendDecoded(nil, huge)
+	runtime.ReadMemStats(&ms)
+	if grew := ms.TotalAlloc - before; grew > 1<<20 {
+		t.Errorf("a damaged length allocated %d bytes (%v allocations)", grew, allocs)
+	}
+	// Tokens after the last one are damage too.
+	if _, err := AppendDecoded(nil, append(Append(nil, []byte("abc")), 1, 'x', 0)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("tokens after the last: err %v, want ErrCorrupt", err)
+	}
+}
+
+// Data that compresses far more than a million to one comes back whole.
+func TestLongRun(t *testing.T) {
+	in := append(append([]byte{'"'}, bytes.Repeat([]byte{'A'}, 20<<20)...), '"')
+	packed := Append(nil, in)
+	if len(packed) > 64 {
+		t.Fatalf("20 MiB of one byte packed into %d bytes", len(packed))
+	}
+	out, err := AppendDecoded(nil, packed)
+	if err != nil || !bytes.Equal(out, in) {
+		t.Fatalf("round trip of a long run: %d bytes, %v", len(out), err)
 	}
 }
 
