@@ -21,6 +21,8 @@ func TestDirectPython(t *testing.T) {
 		{"pythonic", def, py, "pythonic"},
 		{"echo python3", def, py, "echo python3"},
 		{" python3 x.py", def, py, " python3 x.py"},
+		{"python3 () { echo hi; }; python3", def, py, "python3 () { echo hi; }; python3"},
+		{"python3() { echo hi; }; python3", def, py, "python3() { echo hi; }; python3"},
 		{"python3 x.py", []string{"PATH=/home/user/venv/bin:" + pathEnv}, py, "python3 x.py"},
 		{"python3 x.py", def, []string{"/usr/bin/python3"}, "python3 x.py"},
 	}

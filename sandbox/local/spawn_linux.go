@@ -585,9 +585,14 @@ func directPython(command string, env []string, py []string) string {
 		return command // a lone interpreter is a symlink, not a script
 	}
 	for _, name := range []string{"python3", "python"} {
-		if rest, ok := strings.CutPrefix(command, name); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
-			return shellQuote(py) + rest
+		rest, ok := strings.CutPrefix(command, name)
+		if !ok || rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+			continue
 		}
+		if strings.HasPrefix(strings.TrimLeft(rest, " \t"), "(") {
+			return command // `python3 () {...}` defines a function of that name
+		}
+		return shellQuote(py) + rest
 	}
 	return command
 }
