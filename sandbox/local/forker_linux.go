@@ -40,8 +40,10 @@ type forker struct {
 	key      string
 	jobs     chan func(joinErr error)
 	wake     chan struct{}
-	live     int  // uses: commands being forked or not yet reaped; under forkers.mu
-	released bool // under forkers.mu
+	ready    chan struct{} // closed once the thread has joined the cgroups and made its namespace, or failed
+	network  bool          // the thread holds a network namespace of its own; set before ready closes
+	live     int           // uses: commands being forked or not yet reaped; under forkers.mu
+	released bool          // under forkers.mu
 }
 
 // forkerKey names the forker of dirs, with its own network namespace or without.
@@ -65,7 +67,7 @@ func (fs *forkers) acquire(dirs []string, network bool) *forker {
 		if fs.byKey == nil {
 			fs.byKey = map[string]*forker{}
 		}
-		f = &forker{key: key, jobs: make(chan func(error)), wake: make(chan struct{}, 1)}
+		f = &forker{key: key, jobs: make(chan func(error)), wake: make(chan struct{}, 1), ready: make(chan struct{})}
 		fs.byKey[key] = f
 		go fs.run(f, dirs, network)
 	}
@@ -114,8 +116,16 @@ func (fs *forkers) run(f *forker, dirs []string, network bool) {
 	runtime.LockOSThread() // never unlocked: see above
 	joinErr := joinThread(dirs)
 	if joinErr == nil && network {
-		joinErr = ownNetwork()
+		// Without the privilege to make one (unshare fails and the thread is as it was), each command
+		// makes its own namespace instead; a namespace made but left without loopback fails its commands.
+		var made bool
+		if made, joinErr = ownNetwork(); made && joinErr == nil {
+			f.network = true
+		} else if !made {
+			joinErr = nil
+		}
 	}
+	close(f.ready)
 	idle := time.NewTimer(forkerIdle)
 	defer idle.Stop()
 	for {
@@ -152,11 +162,18 @@ func joinThread(dirs []string) error {
 }
 
 // ownNetwork moves the calling thread (only it) into a new network namespace and brings its loopback up.
-func ownNetwork() error {
+// made says whether the thread left the namespace it was in.
+func ownNetwork() (made bool, err error) {
 	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("make the sandbox's network namespace: %w", err)
+		return false, fmt.Errorf("make the sandbox's network namespace: %w", err)
 	}
-	return loopbackUp()
+	return true, loopbackUp()
+}
+
+// holdsNetwork waits until f's thread is set up and says whether it holds a network namespace of its own.
+func (f *forker) holdsNetwork() bool {
+	<-f.ready
+	return f.network
 }
 
 // do runs job on f's thread and waits for it; job gets the error of joining the cgroups, if any.

@@ -121,6 +121,16 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 		fail(err)
 		return
 	}
+	var forker *forker
+	if len(m.Cgroups) > 0 {
+		forker = threads.acquire(m.Cgroups, m.SandboxNetwork)
+		defer threads.release(forker) // after the wait below: the thread outlives its commands
+		if m.SandboxNetwork && !forker.holdsNetwork() {
+			// The thread could not make the sandbox's namespace: the command makes its own.
+			m.Cloneflags |= unix.CLONE_NEWNET
+			cfg.SandboxNetwork = false
+		}
+	}
 	if cfg.MountFDs {
 		// A template of the root when this kernel builds one; otherwise the child builds its root itself.
 		if fd, err := templates.clone(&cfg); err == nil {
@@ -182,10 +192,8 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 		handOver()
 		forked <- err
 	}
-	if len(m.Cgroups) > 0 {
-		f := threads.acquire(m.Cgroups, m.SandboxNetwork)
-		defer threads.release(f) // after the wait below: the thread outlives its commands
-		go f.do(fork)
+	if forker != nil {
+		go forker.do(fork)
 	} else {
 		go fork(nil)
 	}
