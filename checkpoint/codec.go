@@ -17,8 +17,8 @@ import (
 // it. JSON is the default; plug another (msgpack, encryption over JSON) by
 // implementing these two methods and passing it to the graph when
 // compiling. A Codec must round-trip every state type exactly, and Marshal
-// must return bytes that no later call reuses: the graph keeps them in the
-// checkpoints it stores.
+// must return bytes that no later call reuses: the graph holds all of a
+// checkpoint's values until it stores them.
 type Codec interface {
 	Marshal(v any) ([]byte, error)
 	Unmarshal(data []byte, v any) error

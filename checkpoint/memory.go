@@ -224,8 +224,9 @@ func (m *Memory) Put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadat
 // Checkpoint and its maps stay the caller's. Only a *Memory itself takes
 // the bytes over; any other saver, a type that embeds a *Memory included,
 // gets a Put, so a wrapper's Put is never bypassed. The graph adopts every
-// checkpoint it stores: it encodes each one afresh and never writes to
-// encoded bytes.
+// checkpoint its JSON codec encodes (afresh for each, and never written to
+// again); what another Codec returns, which may be a buffer it reuses, is
+// Put.
 func Adopt(ctx context.Context, s Saver, cfg Config, cp *Checkpoint, md Metadata) (Config, error) {
 	if m, ok := s.(*Memory); ok {
 		return m.put(ctx, cfg, cp, md, true)

@@ -820,7 +820,13 @@ func (p *persister[S]) store(cp *checkpoint.Checkpoint, md checkpoint.Metadata) 
 	p.cfg.CheckpointID = cp.ID
 	p.dirty = false
 	return p.do(func(ctx context.Context) error {
-		// cp's bytes were encoded for it and nothing writes to them.
+		if p.codec != checkpoint.JSON {
+			// Another codec's bytes may be buffers it reuses: the saver copies them.
+			_, err := p.saver.Put(ctx, parent, cp, md)
+			return err
+		}
+		// cp's bytes were encoded for it by the JSON codec, which returns fresh memory, and nothing
+		// writes to them.
 		_, err := checkpoint.Adopt(ctx, p.saver, parent, cp, md)
 		return err
 	})
