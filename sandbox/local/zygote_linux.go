@@ -121,16 +121,6 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 		fail(err)
 		return
 	}
-	var forker *forker
-	if len(m.Cgroups) > 0 {
-		forker = threads.acquire(m.Cgroups, m.SandboxNetwork)
-		defer threads.release(forker) // after the wait below: the thread outlives its commands
-		if m.SandboxNetwork && !forker.holdsNetwork() {
-			// The thread could not make the sandbox's namespace: the command makes its own.
-			m.Cloneflags |= unix.CLONE_NEWNET
-			cfg.SandboxNetwork = false
-		}
-	}
 	if cfg.MountFDs {
 		// A template of the root when this kernel builds one; otherwise the child builds its root itself.
 		if fd, err := templates.clone(&cfg); err == nil {
@@ -140,6 +130,18 @@ func spawnChild(m zmsg, fds []int, statics *sandboxStatics, templates *rootTempl
 	template := -1
 	if len(fds) > spawnFDs {
 		template = fds[spawnFDs]
+	}
+	var forker *forker
+	if len(m.Cgroups) > 0 {
+		// A child given its root and home as descriptors needs no host path but /proc.
+		kind := forkerKind{network: m.SandboxNetwork, mounts: cfg.MountFDs && template >= 0}
+		forker = threads.acquire(m.Cgroups, kind)
+		defer threads.release(forker) // after the wait below: the thread outlives its commands
+		if m.SandboxNetwork && !forker.holdsNetwork() {
+			// The thread could not make the sandbox's namespace: the command makes its own.
+			m.Cloneflags |= unix.CLONE_NEWNET
+			cfg.SandboxNetwork = false
+		}
 	}
 	// errPipe carries a failed setup step (EOF once the command is exec'd), mapPipe the zygote's word that
 	// the child's ids are mapped, alivePipe the child's word that it runs, so its pid is known.
