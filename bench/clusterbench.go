@@ -91,11 +91,8 @@ func clusterMarkdown(r *ClusterResult) string {
 	if r == nil {
 		return ""
 	}
-	var b strings.Builder
-	b.WriteString("\n## The Agent Server on several processes sharing one PostgreSQL\n\n")
-	fmt.Fprintf(&b, "    %s\n\n", r.Command)
+	b := section("The Agent Server on several processes sharing one PostgreSQL", r.Command, r.Skipped)
 	if r.Skipped != "" {
-		fmt.Fprintf(&b, "skipped: %s\n", r.Skipped)
 		return b.String()
 	}
 	b.WriteString("| server processes | runs/s, each run | median |\n|---:|---|---:|\n")
@@ -104,7 +101,7 @@ func clusterMarkdown(r *ClusterResult) string {
 		for _, v := range row.RunsPerS {
 			each = append(each, strconv.FormatFloat(v, 'f', 0, 64))
 		}
-		fmt.Fprintf(&b, "| %d | %s | %.0f |\n", row.Processes, strings.Join(each, ", "), row.Median)
+		fmt.Fprintf(b, "| %d | %s | %.0f |\n", row.Processes, strings.Join(each, ", "), row.Median)
 	}
 	return b.String()
 }

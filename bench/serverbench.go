@@ -77,13 +77,20 @@ func serverMarkdown(r *ServerResult) string {
 	if r == nil {
 		return ""
 	}
-	var b strings.Builder
-	b.WriteString("\n## The Agent Server beside LangGraph's JS server\n\n")
-	fmt.Fprintf(&b, "    (cd bench/agentserver && npm ci) && cd bench && %s\n\n", r.Command)
-	if r.Skipped != "" {
-		fmt.Fprintf(&b, "skipped: %s\n", r.Skipped)
-	} else {
+	b := section("The Agent Server beside LangGraph's JS server", "(cd bench/agentserver && npm ci) && cd bench && "+r.Command, r.Skipped)
+	if r.Skipped == "" {
 		b.WriteString(r.Table)
 	}
 	return b.String()
+}
+
+// section starts a section of the printed report: its title, the command that reproduces it, and why it was
+// skipped when it was.
+func section(title, command, skipped string) *strings.Builder {
+	b := &strings.Builder{}
+	fmt.Fprintf(b, "\n## %s\n\n    %s\n\n", title, command)
+	if skipped != "" {
+		fmt.Fprintf(b, "skipped: %s\n", skipped)
+	}
+	return b
 }

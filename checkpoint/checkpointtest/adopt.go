@@ -26,6 +26,18 @@ func bigCP() *checkpoint.Checkpoint {
 	return cp
 }
 
+// adoptBig adopts a bigCP into thread t1 of s and returns it, what a Get must give back, and its config.
+func adoptBig(t *testing.T, s checkpoint.Saver) (cp, want *checkpoint.Checkpoint, cfg checkpoint.Config) {
+	t.Helper()
+	cp, want = bigCP(), bigCP()
+	want.ID = cp.ID
+	cfg, err := checkpoint.Adopt(ctx, s, thread("t1"), cp, richMD())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp, want, cfg
+}
+
 // checkpoint.Adopt stores what Put stores, whether the saver takes the
 // bytes over or gets a Put, and what it hands over is the bytes only.
 var adoptTests = []test{
@@ -42,13 +54,7 @@ var adoptTests = []test{
 		}
 	}},
 	{"StoresWhatPutStores", func(t *testing.T, s checkpoint.Saver) {
-		cp := bigCP()
-		want := bigCP()
-		want.ID = cp.ID
-		cfg, err := checkpoint.Adopt(ctx, s, thread("t1"), cp, richMD())
-		if err != nil {
-			t.Fatal(err)
-		}
+		cp, want, cfg := adoptBig(t, s)
 		if cfg.CheckpointID != cp.ID {
 			t.Fatalf("Adopt returned checkpoint %q, want %q", cfg.CheckpointID, cp.ID)
 		}
@@ -78,13 +84,7 @@ var adoptTests = []test{
 	}},
 	{"CallerKeepsTheMaps", func(t *testing.T, s checkpoint.Saver) {
 		// The bytes are handed over, the Checkpoint and its maps are not.
-		cp := bigCP()
-		want := bigCP()
-		want.ID = cp.ID
-		cfg, err := checkpoint.Adopt(ctx, s, thread("t1"), cp, richMD())
-		if err != nil {
-			t.Fatal(err)
-		}
+		cp, want, cfg := adoptBig(t, s)
 		cp.ID, cp.Full = "changed", false
 		delete(cp.Values, "state")
 		cp.Values["history"] = []byte("replaced")
@@ -97,13 +97,7 @@ var adoptTests = []test{
 		}
 	}},
 	{"GetResult", func(t *testing.T, s checkpoint.Saver) {
-		cp := bigCP()
-		want := bigCP()
-		want.ID = cp.ID
-		cfg, err := checkpoint.Adopt(ctx, s, thread("t1"), cp, richMD())
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, want, cfg := adoptBig(t, s)
 		got := mustGet(t, s, cfg)
 		scribble(got.Checkpoint, &got.Metadata)
 		if d := diffCheckpoint(mustGet(t, s, cfg).Checkpoint, want); d != "" {
