@@ -575,7 +575,6 @@ func (r *runner[S]) runTasks(tasks []*task[S]) {
 	if r.rc.modes&(ModeCustom|ModeMessages|ModeDebug) != 0 {
 		r.events = make(chan streamItem)
 	}
-	done := make(chan struct{})
 	// Each goroutine takes tasks until none is left, and a new one starts
 	// only while tasks are waiting: tasks that block (a model call) still
 	// all run at once, while a step of tiny tasks is done by a few
@@ -606,6 +605,21 @@ func (r *runner[S]) runTasks(tasks []*task[S]) {
 			runOne(todo[i])
 		}
 	}
+	if r.events == nil {
+		// The caller takes tasks too, so a step of two tiny tasks starts one goroutine, not three, and
+		// nobody waits on a channel for a goroutine that waits for the others.
+		for range len(todo) - 1 {
+			if int(taken.Load()) >= len(todo) {
+				break
+			}
+			wg.Add(1)
+			go worker()
+		}
+		wg.Add(1)
+		worker()
+		wg.Wait()
+		return
+	}
 	for range todo {
 		if int(taken.Load()) >= len(todo) {
 			break
@@ -613,11 +627,8 @@ func (r *runner[S]) runTasks(tasks []*task[S]) {
 		wg.Add(1)
 		go worker()
 	}
+	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	if r.events == nil {
-		<-done
-		return
-	}
 	for {
 		select {
 		case it := <-r.events:
