@@ -27,7 +27,7 @@ type goBench struct {
 }
 
 var goBenches = []goBench{
-	{"engine", "./graph/", "Chain1000|Fanout100|AgentLoop100$|Wide100", "", 0},
+	{"engine", "./graph/", "Chain1000|Fanout100|AgentLoop100$|Wide100|Pairs100", "", 0},
 	{"savers", "./graph/", "AgentLoopSaver", "", 0},
 	{"savers", "./graph/", "Growth|ResumeCold", "3x", 0},
 	{"savers", "./graph/", "BoltFileSize", "1x", 0},
