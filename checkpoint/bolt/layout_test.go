@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
@@ -271,5 +272,34 @@ func TestFormat2FilesStillOpen(t *testing.T) {
 	_ = s.db.View(func(tx *bbolt.Tx) error { format = string(tx.Bucket(metaBucket).Get(formatKey)); return nil })
 	if format != Format {
 		t.Errorf("file format %q after opening, want %q", format, Format)
+	}
+}
+
+// A record that names a compressed value twice is damage, not a value decompressed twice.
+func TestPackedKeyTwiceIsCorrupt(t *testing.T) {
+	id := checkpoint.NewID()
+	cp := &checkpoint.Checkpoint{V: checkpoint.Version, ID: id, TS: time.Now().UTC(), Full: true,
+		Values:   map[string][]byte{"blob": []byte(`"` + strings.Repeat("abcdefgh", 1000) + `"`)},
+		Versions: map[string]uint64{"blob": 1}}
+	rec := encodeRecord(cp, &checkpoint.Metadata{}, nil, 0)
+	r, err := parseRecord(id, rec)
+	if err != nil || len(r.packed) != 1 {
+		t.Fatalf("the record of a repetitive value: packed %v, %v", r.packed, err)
+	}
+	if _, err := decodeCheckpoint(nil, id, r, 0); err != nil {
+		t.Fatalf("the record as written: %v", err)
+	}
+	once := []byte{1, 4, 'b', 'l', 'o', 'b'}
+	i := bytes.Index(rec, once)
+	if i < 0 {
+		t.Fatal("no list of compressed keys in the record")
+	}
+	damaged := append(append(append([]byte(nil), rec[:i]...), 2, 4, 'b', 'l', 'o', 'b', 4, 'b', 'l', 'o', 'b'), rec[i+len(once):]...)
+	r, err = parseRecord(id, damaged)
+	if err != nil {
+		t.Fatalf("parse the damaged record: %v", err)
+	}
+	if _, err := decodeCheckpoint(nil, id, r, 0); !errors.Is(err, checkpoint.ErrCorrupt) {
+		t.Errorf("a compressed key named twice: %v, want ErrCorrupt", err)
 	}
 }

@@ -474,10 +474,10 @@ func decodeCheckpoint(b *bbolt.Bucket, id string, r record, depth int) (*checkpo
 			cp.Tasks[i].ID = id + cp.Tasks[i].ID
 		}
 	}
-	for _, key := range r.packed {
+	for i, key := range r.packed {
 		p, ok := cp.Values[key]
-		if !ok {
-			return nil, fmt.Errorf("%w: no compressed value %q", checkpoint.ErrCorrupt, key)
+		if !ok || slices.Contains(r.packed[:i], key) {
+			return nil, fmt.Errorf("%w: no compressed value %q, or the key twice", checkpoint.ErrCorrupt, key)
 		}
 		v, err := lz.AppendDecoded(nil, p)
 		if err != nil {
