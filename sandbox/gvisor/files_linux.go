@@ -6,310 +6,101 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path"
-	"strings"
-	"time"
 
 	"github.com/agentgraph/agentgraph/sandbox"
-	"golang.org/x/sys/unix"
+	"github.com/agentgraph/agentgraph/sandbox/internal/hostfs"
 )
 
-// The host opens sandbox files only with openat2 beneath home or /tmp, refusing every symlink and mount
-// crossing: the code may plant a symlink to /etc/shadow and wait for the host to follow it.
-const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
+// The host touches sandbox files only through hostfs, which opens every path beneath home or /tmp without
+// following a symlink or crossing a mount.
 
-// locate maps a sandbox path to an open descriptor of the host directory it lives under and the path
-// relative to it. The caller closes the descriptor.
-func (s *sbx) locate(p string) (abs string, basefd int, rel string, err error) {
-	abs, err = sandbox.ResolvePath(p)
+// locate maps a sandbox path to where the host reaches it; the caller closes the Path.
+func (s *sbx) locate(p string) (hostfs.Path, error) {
+	abs, err := sandbox.ResolvePath(p)
 	if err != nil {
-		return "", -1, "", err
+		return hostfs.Path{}, err
 	}
 	m, err := s.readMeta()
 	if err != nil {
-		return "", -1, "", err
+		return hostfs.Path{}, err
 	}
 	if m.Deleting {
-		return "", -1, "", fmt.Errorf("%w: %s is being deleted", sandbox.ErrNotFound, s.id)
+		return hostfs.Path{}, fmt.Errorf("%w: %s is being deleted", sandbox.ErrNotFound, s.id)
 	}
-	base := s.tmp()
-	r, inHome := strings.CutPrefix(abs, sandbox.Home)
-	if inHome {
-		base = s.home()
-	} else {
-		r, _ = strings.CutPrefix(abs, sandbox.Tmp)
+	hp, err := hostfs.Locate(abs, s.home(), s.tmp())
+	if errors.Is(err, fs.ErrNotExist) {
+		return hostfs.Path{}, fmt.Errorf("%w: %s", sandbox.ErrNotFound, s.id)
 	}
-	basefd, err = unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return "", -1, "", fmt.Errorf("%w: %s", sandbox.ErrNotFound, s.id)
-		}
-		return "", -1, "", fmt.Errorf("%s: %w", abs, err)
-	}
-	return abs, basefd, strings.TrimPrefix(r, "/"), nil
-}
-
-func openBeneath(dirfd int, rel string, flags uint64, mode uint64) (int, error) {
-	if rel == "" {
-		rel = "."
-	}
-	for {
-		fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Mode: mode, Resolve: resolveFlags})
-		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-			continue // a concurrent rename raced the lookup; RESOLVE_BENEATH asks to retry
-		}
-		return fd, err
-	}
-}
-
-func pathError(op, abs string, err error) error {
-	switch {
-	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.EXDEV):
-		return fmt.Errorf("%w: %s %s: the path goes through a symlink or mount, which the host never follows", sandbox.ErrInvalidPath, op, abs)
-	case errors.Is(err, unix.ENOENT):
-		return fmt.Errorf("%s %s: %w", op, abs, fs.ErrNotExist)
-	case errors.Is(err, unix.ENOTDIR):
-		return fmt.Errorf("%w: %s %s: a parent is not a directory", sandbox.ErrInvalidPath, op, abs)
-	}
-	return fmt.Errorf("%s %s: %w", op, abs, err)
+	return hp, err
 }
 
 // checkDir makes sure a working directory exists and is reached without a symlink.
 func (s *sbx) checkDir(abs string) error {
-	_, basefd, rel, err := s.locate(abs)
+	p, err := s.locate(abs)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(basefd)
-	fd, err := openBeneath(basefd, rel, unix.O_PATH|unix.O_DIRECTORY, 0)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-			return fmt.Errorf("%w: working directory %s does not exist or is not a directory: create it first",
-				sandbox.ErrInvalidArgument, abs)
-		}
-		return pathError("working directory", abs, err)
-	}
-	unix.Close(fd)
-	return nil
-}
-
-func (s *sbx) openRegular(p, op string) (*os.File, int64, string, error) {
-	abs, basefd, rel, err := s.locate(p)
-	if err != nil {
-		return nil, 0, "", err
-	}
-	defer unix.Close(basefd)
-	fd, err := openBeneath(basefd, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
-	if err != nil {
-		return nil, 0, "", pathError(op, abs, err)
-	}
-	f := os.NewFile(uintptr(fd), abs)
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, "", fmt.Errorf("%s %s: %w", op, abs, err)
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, "", fmt.Errorf("%w: %s %s: not a regular file", sandbox.ErrInvalidPath, op, abs)
-	}
-	return f, fi.Size(), abs, nil
+	defer p.Close()
+	return p.CheckDir()
 }
 
 // ReadFile returns a file of at most MaxReadFileSize bytes.
-func (s *sbx) ReadFile(ctx context.Context, p string) ([]byte, error) {
-	f, size, abs, err := s.openRegular(p, "read")
+func (s *sbx) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	p, err := s.locate(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if size > sandbox.MaxReadFileSize {
-		return nil, fmt.Errorf("%w: %s is %d bytes, more than %d: use Download", sandbox.ErrTooLarge, abs, size, sandbox.MaxReadFileSize)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, sandbox.MaxReadFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", abs, err)
-	}
-	if len(data) > sandbox.MaxReadFileSize {
-		return nil, fmt.Errorf("%w: %s grew past %d bytes while being read", sandbox.ErrTooLarge, abs, sandbox.MaxReadFileSize)
-	}
-	return data, nil
+	defer p.Close()
+	return p.Read()
 }
 
 // Download copies a file of at most MaxDownloadSize bytes to w.
-func (s *sbx) Download(ctx context.Context, p string, w io.Writer) (int64, error) {
-	f, size, abs, err := s.openRegular(p, "download")
+func (s *sbx) Download(ctx context.Context, path string, w io.Writer) (int64, error) {
+	p, err := s.locate(path)
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	if size > sandbox.MaxDownloadSize {
-		return 0, fmt.Errorf("%w: %s is %d bytes, more than %d", sandbox.ErrTooLarge, abs, size, sandbox.MaxDownloadSize)
-	}
-	n, err := io.Copy(w, io.LimitReader(f, sandbox.MaxDownloadSize))
-	if err != nil {
-		return n, fmt.Errorf("download %s: %w", abs, err)
-	}
-	return n, nil
+	defer p.Close()
+	return p.Download(w)
 }
 
 // WriteFile creates or replaces a file, making missing parent directories; the sandbox user owns them all.
-func (s *sbx) WriteFile(ctx context.Context, p string, data []byte) error {
-	abs, dirfd, rel, err := s.locate(p)
+func (s *sbx) WriteFile(ctx context.Context, path string, data []byte) error {
+	p, err := s.locate(path)
 	if err != nil {
 		return err
 	}
-	defer func() { unix.Close(dirfd) }()
-	if rel == "" {
-		return fmt.Errorf("%w: write %s: that is a directory", sandbox.ErrInvalidPath, abs)
-	}
+	defer p.Close()
 	m, err := s.readMeta()
 	if err != nil {
 		return err
 	}
 	used, err := s.diskUsage()
 	if err != nil {
-		return fmt.Errorf("write %s: measure disk use: %w", abs, err)
+		return fmt.Errorf("write %s: measure disk use: %w", p.Abs, err)
 	}
-	if old := fileSize(dirfd, rel); used-old+int64(len(data)) > m.Limits.DiskBytes {
-		return fmt.Errorf("%w: writing %d bytes to %s would exceed %d bytes: remove files first", sandbox.ErrQuota, len(data), abs, m.Limits.DiskBytes)
+	if p.Rel != "" && used-p.Size()+int64(len(data)) > m.Limits.DiskBytes {
+		return fmt.Errorf("%w: writing %d bytes to %s would exceed %d bytes: remove files first", sandbox.ErrQuota, len(data), p.Abs, m.Limits.DiskBytes)
 	}
-	uid := m.HostUID
-	dir, name := path.Split(rel)
-	for _, comp := range strings.Split(strings.Trim(dir, "/"), "/") {
-		if comp == "" {
-			continue
-		}
-		if err := unix.Mkdirat(dirfd, comp, 0o755); err == nil {
-			if err := unix.Fchownat(dirfd, comp, uid, uid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				return fmt.Errorf("write %s: %w", abs, err)
-			}
-		} else if !errors.Is(err, unix.EEXIST) {
-			return pathError("write", abs, err)
-		}
-		next, err := openBeneath(dirfd, comp, unix.O_PATH|unix.O_DIRECTORY, 0)
-		if err != nil {
-			return pathError("write", abs, err)
-		}
-		unix.Close(dirfd)
-		dirfd = next
-	}
-	fd, err := openBeneath(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_NONBLOCK|unix.O_NOCTTY, 0o644)
-	if err != nil {
-		return pathError("write", abs, err)
-	}
-	f := os.NewFile(uintptr(fd), abs)
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("write %s: %w", abs, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: write %s: not a regular file", sandbox.ErrInvalidPath, abs)
-	}
-	if err := f.Truncate(0); err != nil {
-		return fmt.Errorf("write %s: %w", abs, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
-			return fmt.Errorf("%w: write %s: %v: remove files first", sandbox.ErrQuota, abs, err)
-		}
-		return fmt.Errorf("write %s: %w", abs, err)
-	}
-	if err := f.Chown(uid, uid); err != nil {
-		return fmt.Errorf("write %s: %w", abs, err)
-	}
-	return f.Close()
-}
-
-// fileSize is the space the regular file at rel takes now (0 if none), which replacing it frees.
-func fileSize(basefd int, rel string) int64 {
-	fd, err := openBeneath(basefd, rel, unix.O_PATH, 0)
-	if err != nil {
-		return 0
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return 0
-	}
-	return st.Blocks * 512
+	return p.Write(data, m.HostUID, m.HostUID)
 }
 
 // ListFiles lists a directory; symlinks are listed, not followed.
 func (s *sbx) ListFiles(ctx context.Context, dir string) ([]sandbox.FileInfo, error) {
-	abs, basefd, rel, err := s.locate(dir)
+	p, err := s.locate(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(basefd)
-	fd, err := openBeneath(basefd, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return nil, pathError("list", abs, err)
-	}
-	f := os.NewFile(uintptr(fd), abs)
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", abs, err)
-	}
-	out := make([]sandbox.FileInfo, 0, len(names))
-	for _, n := range names {
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			continue // removed meanwhile
-		}
-		out = append(out, sandbox.FileInfo{Name: n, Path: path.Join(abs, n), Size: st.Size,
-			IsDir: st.Mode&unix.S_IFMT == unix.S_IFDIR, ModTime: time.Unix(st.Mtim.Unix())})
-	}
-	return out, nil
+	defer p.Close()
+	return p.List()
 }
 
 // RemoveFile removes a file or a directory tree; home and /tmp themselves cannot be removed.
-func (s *sbx) RemoveFile(ctx context.Context, p string) error {
-	abs, basefd, rel, err := s.locate(p)
+func (s *sbx) RemoveFile(ctx context.Context, path string) error {
+	p, err := s.locate(path)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(basefd)
-	if rel == "" {
-		return fmt.Errorf("%w: remove %s: home and /tmp cannot be removed", sandbox.ErrInvalidPath, abs)
-	}
-	dir, name := path.Split(rel)
-	parent, err := openBeneath(basefd, strings.TrimSuffix(dir, "/"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return pathError("remove", abs, err)
-	}
-	defer unix.Close(parent)
-	if err := removeAt(parent, name); err != nil {
-		return pathError("remove", abs, err)
-	}
-	return nil
-}
-
-// removeAt removes name inside dirfd, descending into directories without following links.
-func removeAt(dirfd int, name string) error {
-	err := unix.Unlinkat(dirfd, name, 0)
-	if err == nil || !errors.Is(err, unix.EISDIR) {
-		return err
-	}
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	f := os.NewFile(uintptr(fd), name)
-	names, err := f.Readdirnames(-1)
-	if err == nil {
-		for _, n := range names {
-			if err = removeAt(fd, n); err != nil {
-				break
-			}
-		}
-	}
-	f.Close()
-	if err != nil {
-		return err
-	}
-	return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+	defer p.Close()
+	return p.Remove()
 }

@@ -28,9 +28,6 @@ const (
 	hostSlack = 4 << 20
 )
 
-// diskTools are the e2fsprogs programs that make the image; Debian installs them with the base system.
-type diskTools struct{ mkfs, tune2fs string }
-
 // findDiskTools returns the e2fsprogs programs, or why images cannot be made here.
 func findDiskTools() (diskTools, error) {
 	if os.Geteuid() != 0 {

@@ -105,3 +105,7 @@ func DefaultRoot() string {
 	}
 	return filepath.Join(home, ".local", "state", "agentgraph", "sandboxes")
 }
+
+// diskTools are the e2fsprogs programs that make a sandbox's disk image; Debian installs them with the base
+// system.
+type diskTools struct{ mkfs, tune2fs string }
