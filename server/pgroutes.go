@@ -717,43 +717,4 @@ func (p *pgRuns) threadRoutes() {
 		writeJSON(w, 200, map[string]any{"checkpoint": toWireCheckpoint(&next)})
 		return nil
 	})
-	history := func(w http.ResponseWriter, r *http.Request, h historyBody) error {
-		t, err := loadThread(r.Context(), p.pool, r.PathValue("tid"), false)
-		if err != nil {
-			return err
-		}
-		g := s.threadGraph(t)
-		if g == nil {
-			writeJSON(w, 200, []any{})
-			return nil
-		}
-		if h.Limit != nil && *h.Limit < 1 {
-			return badField("limit", "must be at least 1")
-		}
-		out, err := g.handle.history(r.Context(), t.ThreadID, h)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, 200, out)
-		return nil
-	}
-	s.handle("POST /threads/{tid}/history", func(w http.ResponseWriter, r *http.Request) error {
-		var h historyBody
-		if err := decodeBody(r, &h); err != nil {
-			return err
-		}
-		return history(w, r, h)
-	})
-	s.handle("GET /threads/{tid}/history", func(w http.ResponseWriter, r *http.Request) error {
-		var h historyBody
-		if l := r.URL.Query().Get("limit"); l != "" {
-			n, err := strconv.Atoi(l)
-			if err != nil {
-				return badField("limit", "not a number: %q", l)
-			}
-			h.Limit = &n
-		}
-		h.Before = r.URL.Query().Get("before")
-		return history(w, r, h)
-	})
 }

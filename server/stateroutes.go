@@ -3,12 +3,13 @@ package server
 import (
 	"context"
 	"net/http"
+	"strconv"
 
 	"github.com/agentgraph/agentgraph/checkpoint"
 )
 
-// stateReadRoutes serves a thread's state, latest or at a checkpoint, for
-// both kinds of thread records; load finds the record.
+// stateReadRoutes serves a thread's state, latest or at a checkpoint, and
+// its history, for both kinds of thread records; load finds the record.
 func (s *Server) stateReadRoutes(load func(ctx context.Context, id string) (*threadRecord, error)) {
 	get := func(w http.ResponseWriter, r *http.Request, cfg checkpoint.Config, subgraphs bool) error {
 		t, err := load(r.Context(), cfg.ThreadID)
@@ -46,5 +47,44 @@ func (s *Server) stateReadRoutes(load func(ctx context.Context, id string) (*thr
 			cfg.CheckpointID, cfg.Namespace = body.Checkpoint.CheckpointID, body.Checkpoint.CheckpointNS
 		}
 		return get(w, r, cfg, body.Subgraphs)
+	})
+	history := func(w http.ResponseWriter, r *http.Request, h historyBody) error {
+		t, err := load(r.Context(), r.PathValue("tid"))
+		if err != nil {
+			return err
+		}
+		g := s.threadGraph(t)
+		if g == nil {
+			writeJSON(w, 200, []any{})
+			return nil
+		}
+		if h.Limit != nil && *h.Limit < 1 {
+			return badField("limit", "must be at least 1")
+		}
+		out, err := g.handle.history(r.Context(), t.ThreadID, h)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, 200, out)
+		return nil
+	}
+	s.handle("POST /threads/{tid}/history", func(w http.ResponseWriter, r *http.Request) error {
+		var h historyBody
+		if err := decodeBody(r, &h); err != nil {
+			return err
+		}
+		return history(w, r, h)
+	})
+	s.handle("GET /threads/{tid}/history", func(w http.ResponseWriter, r *http.Request) error {
+		var h historyBody
+		if l := r.URL.Query().Get("limit"); l != "" {
+			n, err := strconv.Atoi(l)
+			if err != nil {
+				return badField("limit", "not a number: %q", l)
+			}
+			h.Limit = &n
+		}
+		h.Before = r.URL.Query().Get("before")
+		return history(w, r, h)
 	})
 }
