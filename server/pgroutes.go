@@ -203,17 +203,9 @@ func (p *pgRuns) routes() {
 		return nil
 	})
 	s.handle("POST /runs/cancel", func(w http.ResponseWriter, r *http.Request) error {
-		var body struct {
-			ThreadID string   `json:"thread_id"`
-			RunIDs   []string `json:"run_ids"`
-			Status   string   `json:"status"`
-		}
-		if err := decodeBody(r, &body); err != nil {
+		body, action, err := decodeCancelRuns(r)
+		if err != nil {
 			return err
-		}
-		action := r.URL.Query().Get("action")
-		if action == "" {
-			action = "interrupt"
 		}
 		ids := body.RunIDs
 		if len(ids) == 0 {

@@ -145,17 +145,9 @@ func (s *Server) runRoutes() {
 		return nil
 	})
 	s.handle("POST /runs/cancel", func(w http.ResponseWriter, r *http.Request) error {
-		var body struct {
-			ThreadID string   `json:"thread_id"`
-			RunIDs   []string `json:"run_ids"`
-			Status   string   `json:"status"`
-		}
-		if err := decodeBody(r, &body); err != nil {
+		body, action, err := decodeCancelRuns(r)
+		if err != nil {
 			return err
-		}
-		action := r.URL.Query().Get("action")
-		if action == "" {
-			action = "interrupt"
 		}
 		ids := body.RunIDs
 		if len(ids) == 0 {
@@ -441,4 +433,25 @@ func (s *Server) createRun(threadID string, body *runCreate, stateless bool) (*l
 		}
 	}
 	return lr, nil
+}
+
+// cancelRunsBody is POST /runs/cancel's body: the runs to cancel, or those of a thread (or of all threads)
+// that are pending or running, optionally only in one status.
+type cancelRunsBody struct {
+	ThreadID string   `json:"thread_id"`
+	RunIDs   []string `json:"run_ids"`
+	Status   string   `json:"status"`
+}
+
+// decodeCancelRuns reads POST /runs/cancel's body and the action the query names (interrupt by default).
+func decodeCancelRuns(r *http.Request) (cancelRunsBody, string, error) {
+	var body cancelRunsBody
+	if err := decodeBody(r, &body); err != nil {
+		return body, "", err
+	}
+	action := r.URL.Query().Get("action")
+	if action == "" {
+		action = "interrupt"
+	}
+	return body, action, nil
 }
