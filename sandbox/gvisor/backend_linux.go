@@ -14,10 +14,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/agentgraph/agentgraph/sandbox"
+	"github.com/agentgraph/agentgraph/sandbox/internal/record"
 	"golang.org/x/sys/unix"
 )
 
@@ -217,52 +216,9 @@ type meta struct {
 	Deleting bool `json:"deleting,omitempty"`
 }
 
-const idAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-
-func newID(prefix string) string {
-	b := make([]byte, 10)
-	rand.Read(b)
-	for i := range b {
-		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
-	}
-	return prefix + string(b)
-}
-
-func validID(id string) bool {
-	rest, ok := strings.CutPrefix(id, "sb_")
-	if !ok || len(rest) == 0 || len(rest) > 64 {
-		return false
-	}
-	for _, c := range rest {
-		if !strings.ContainsRune(idAlphabet, c) {
-			return false
-		}
-	}
-	return true
-}
-
-const maxNameLen = 128
-
-func validName(name string) error {
-	switch {
-	case len(name) > maxNameLen:
-		return fmt.Errorf("%w: sandbox name of %d bytes: use at most %d", sandbox.ErrInvalidArgument, len(name), maxNameLen)
-	case strings.ContainsAny(name, "/\x00"), strings.Contains(name, ".."):
-		return fmt.Errorf("%w: sandbox name %q: leave out NUL, \"/\" and \"..\"", sandbox.ErrInvalidArgument, name)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("%w: sandbox name %q is not UTF-8", sandbox.ErrInvalidArgument, name)
-	}
-	for _, r := range name {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("%w: sandbox name %q holds a control character", sandbox.ErrInvalidArgument, name)
-		}
-	}
-	return nil
-}
-
 // Create makes a sandbox: a directory with its record, home and /tmp. No process runs until Exec.
 func (b *Backend) Create(ctx context.Context, opts sandbox.CreateOptions) (sandbox.Sandbox, error) {
-	if err := validName(opts.Name); err != nil {
+	if err := record.ValidName(opts.Name); err != nil {
 		return nil, err
 	}
 	size := opts.Size
@@ -288,7 +244,7 @@ func (b *Backend) Create(ctx context.Context, opts sandbox.CreateOptions) (sandb
 			return nil, fmt.Errorf("%w: environment variable name %q", sandbox.ErrInvalidArgument, k)
 		}
 	}
-	id := newID("sb_")
+	id := record.NewID("sb_")
 	now := b.stamp()
 	m := meta{
 		Info: sandbox.Info{ID: id, Name: opts.Name, State: sandbox.StateRunning, Size: size, Limits: limits,
@@ -344,7 +300,7 @@ func hostUID() int {
 
 // Get returns the sandbox with the id, from its on-disk record.
 func (b *Backend) Get(ctx context.Context, id string) (sandbox.Sandbox, error) {
-	if !validID(id) {
+	if !record.ValidID(id) {
 		return nil, fmt.Errorf("%w: %q is not a sandbox id (sb_...)", sandbox.ErrNotFound, id)
 	}
 	s := b.handle(id)
@@ -356,16 +312,13 @@ func (b *Backend) Get(ctx context.Context, id string) (sandbox.Sandbox, error) {
 
 // List returns the sandboxes that match f, oldest first.
 func (b *Backend) List(ctx context.Context, f sandbox.Filter) ([]sandbox.Info, error) {
-	entries, err := os.ReadDir(b.cfg.root)
+	ids, err := record.IDs(b.cfg.root)
 	if err != nil {
-		return nil, fmt.Errorf("list sandboxes in %s: %w", b.cfg.root, err)
+		return nil, err
 	}
 	var out []sandbox.Info
-	for _, e := range entries {
-		if !e.IsDir() || !validID(e.Name()) {
-			continue
-		}
-		m, err := b.handle(e.Name()).readMeta()
+	for _, id := range ids {
+		m, err := b.handle(id).readMeta()
 		if err != nil {
 			continue // deleted meanwhile, or half-created
 		}
@@ -382,40 +335,7 @@ func (b *Backend) handle(id string) *sbx {
 	return &sbx{b: b, id: id, dir: filepath.Join(b.cfg.root, id)}
 }
 
-func lockFile(path string, how int) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), how); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
-}
-
-func (s *sbx) writeMeta(m *meta) error {
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(s.dir, ".sandbox.json.*")
-	if err != nil {
-		return fmt.Errorf("write sandbox record: %w", err)
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(s.dir, "sandbox.json"))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write sandbox record: %w", err)
-	}
-	return nil
-}
+func (s *sbx) writeMeta(m *meta) error { return record.Write(s.dir, m) }
 
 func (s *sbx) readMeta() (*meta, error) {
 	data, err := os.ReadFile(filepath.Join(s.dir, "sandbox.json"))

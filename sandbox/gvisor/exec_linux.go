@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentgraph/agentgraph/sandbox"
+	"github.com/agentgraph/agentgraph/sandbox/internal/record"
 	"golang.org/x/sys/unix"
 )
 
@@ -142,7 +143,7 @@ func (s *sbx) prepare(m *meta, command string, opts sandbox.ExecOptions, cwd str
 			return nil, fmt.Errorf("%s: %w (or use gvisor.WithoutCgroups)", s.id, err)
 		}
 	}
-	cid := newID(s.id + "-")
+	cid := record.NewID(s.id + "-")
 	bundle := filepath.Join(s.runDir(), cid)
 	if err := os.Mkdir(bundle, 0o700); err != nil {
 		return nil, fmt.Errorf("create container bundle: %w", err)
@@ -373,7 +374,7 @@ func (s *sbx) Start(ctx context.Context, command string, opts sandbox.ExecOption
 	if err != nil {
 		return "", err
 	}
-	id := newID("cmd_")
+	id := record.NewID("cmd_")
 	s.b.mu.Lock()
 	s.b.detached[id] = p
 	s.b.mu.Unlock()

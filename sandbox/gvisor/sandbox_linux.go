@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentgraph/agentgraph/sandbox"
+	"github.com/agentgraph/agentgraph/sandbox/internal/record"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,7 +34,7 @@ func (s *sbx) tmp() string    { return filepath.Join(s.dir, "tmp") }
 func (s *sbx) runDir() string { return filepath.Join(s.dir, "run") }
 
 func (s *sbx) lock(how int) (func(), error) {
-	unlock, err := lockFile(filepath.Join(s.dir, "lock"), how)
+	unlock, err := record.Lock(filepath.Join(s.dir, "lock"), how)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", sandbox.ErrNotFound, s.id)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentgraph/agentgraph/sandbox"
+	"github.com/agentgraph/agentgraph/sandbox/internal/record"
 )
 
 // detachedRetention is how long the outcome of a finished detached command stays available to Status.
@@ -36,7 +37,7 @@ func (s *sbx) Start(ctx context.Context, command string, opts sandbox.ExecOption
 	if err != nil {
 		return "", err
 	}
-	d := &detached{id: newID("cmd_"), sandboxID: s.id, p: p, exited: p.exited}
+	d := &detached{id: record.NewID("cmd_"), sandboxID: s.id, p: p, exited: p.exited}
 	s.b.mu.Lock()
 	for id, old := range s.b.running {
 		select {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentgraph/agentgraph/sandbox/internal/record"
 	"golang.org/x/sys/unix"
 )
 
@@ -115,7 +116,7 @@ func (s *sbx) mountDisk() error {
 	if isMountPoint(dir) {
 		return nil
 	}
-	unlock, err := lockFile(filepath.Join(s.dir, "disk.lock"), unix.LOCK_EX)
+	unlock, err := record.Lock(filepath.Join(s.dir, "disk.lock"), unix.LOCK_EX)
 	if err != nil {
 		return fmt.Errorf("lock disk of %s: %w", s.id, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentgraph/agentgraph/sandbox"
+	"github.com/agentgraph/agentgraph/sandbox/internal/record"
 	"golang.org/x/sys/unix"
 )
 
@@ -154,7 +155,7 @@ func (s *sbx) Delete(ctx context.Context) error {
 }
 
 func (s *sbx) lock(how int) (func(), error) {
-	unlock, err := lockFile(s.lockPath(), how)
+	unlock, err := record.Lock(s.lockPath(), how)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", sandbox.ErrNotFound, s.id)
 	}
