@@ -12,8 +12,7 @@ import (
 // The host touches sandbox files only through hostfs, which opens every path beneath home or /tmp without
 // following a symlink or crossing a mount.
 
-// locate maps a sandbox path to where the host reaches it, mounting the sandbox's disk if need be; the
-// caller closes the Path.
+// locate maps a sandbox path to where the host reaches it (see reach); the caller closes the Path.
 func (s *sbx) locate(p string) (hostfs.Path, error) {
 	abs, err := sandbox.ResolvePath(p)
 	if err != nil {
@@ -23,6 +22,12 @@ func (s *sbx) locate(p string) (hostfs.Path, error) {
 	if err != nil {
 		return hostfs.Path{}, err
 	}
+	return s.reach(m, abs)
+}
+
+// reach returns where the host reaches abs, a resolved sandbox path, mounting the sandbox's disk if need
+// be; the caller closes the Path.
+func (s *sbx) reach(m *meta, abs string) (hostfs.Path, error) {
 	if m.DiskImage {
 		if err := s.mountDisk(); err != nil {
 			return hostfs.Path{}, err
@@ -31,9 +36,10 @@ func (s *sbx) locate(p string) (hostfs.Path, error) {
 	return hostfs.Locate(abs, s.home(), s.tmp())
 }
 
-// checkDir makes sure a working directory exists and the host reaches it without a symlink.
-func (s *sbx) checkDir(abs string) error {
-	p, err := s.locate(abs)
+// checkDir makes sure a working directory exists and the host reaches it without a symlink (and so that
+// the sandbox's disk is mounted).
+func (s *sbx) checkDir(m *meta, abs string) error {
+	p, err := s.reach(m, abs)
 	if err != nil {
 		return err
 	}

@@ -113,7 +113,7 @@ func (s *sbx) start(ctx context.Context, command string, opts sandbox.ExecOption
 	if m.State == sandbox.StateStopped {
 		return nil, fmt.Errorf("%w: %s: call Resume before running commands", sandbox.ErrStopped, s.id)
 	}
-	if err := s.checkDir(cwd); err != nil {
+	if err := s.checkDir(m, cwd); err != nil {
 		return nil, err
 	}
 	var proxyEnv map[string]string
