@@ -3,14 +3,12 @@ package gvisor
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -312,23 +310,13 @@ func (b *Backend) Get(ctx context.Context, id string) (sandbox.Sandbox, error) {
 
 // List returns the sandboxes that match f, oldest first.
 func (b *Backend) List(ctx context.Context, f sandbox.Filter) ([]sandbox.Info, error) {
-	ids, err := record.IDs(b.cfg.root)
-	if err != nil {
-		return nil, err
-	}
-	var out []sandbox.Info
-	for _, id := range ids {
+	return record.List(b.cfg.root, f, func(id string) (sandbox.Info, error) {
 		m, err := b.handle(id).readMeta()
 		if err != nil {
-			continue // deleted meanwhile, or half-created
+			return sandbox.Info{}, err
 		}
-		if (f.Name != "" && m.Name != f.Name) || (f.State != "" && m.State != f.State) {
-			continue
-		}
-		out = append(out, m.Info)
-	}
-	slices.SortFunc(out, func(a, b sandbox.Info) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	return out, nil
+		return m.Info, nil
+	})
 }
 
 func (b *Backend) handle(id string) *sbx {
@@ -338,16 +326,9 @@ func (b *Backend) handle(id string) *sbx {
 func (s *sbx) writeMeta(m *meta) error { return record.Write(s.dir, m) }
 
 func (s *sbx) readMeta() (*meta, error) {
-	data, err := os.ReadFile(filepath.Join(s.dir, "sandbox.json"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s (it was deleted, or belongs to another root than %s)", sandbox.ErrNotFound, s.id, s.b.cfg.root)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read sandbox %s: %w", s.id, err)
-	}
 	var m meta
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("sandbox %s: corrupt record: %w", s.id, err)
+	if err := record.Read(s.b.cfg.root, s.id, &m); err != nil {
+		return nil, err
 	}
 	return &m, nil
 }

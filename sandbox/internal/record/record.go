@@ -5,9 +5,11 @@ package record
 import (
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -62,19 +64,42 @@ func ValidName(name string) error {
 	return nil
 }
 
-// IDs lists the sandbox directories under root.
-func IDs(root string) ([]string, error) {
+// List returns what info says of each sandbox under root that matches f, oldest first. A sandbox info
+// cannot read (deleted meanwhile, or half-created) is left out.
+func List(root string, f sandbox.Filter, info func(id string) (sandbox.Info, error)) ([]sandbox.Info, error) {
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes in %s: %w", root, err)
 	}
-	var ids []string
+	var out []sandbox.Info
 	for _, e := range entries {
-		if e.IsDir() && ValidID(e.Name()) {
-			ids = append(ids, e.Name())
+		if !e.IsDir() || !ValidID(e.Name()) {
+			continue
 		}
+		in, err := info(e.Name())
+		if err != nil || (f.Name != "" && in.Name != f.Name) || (f.State != "" && in.State != f.State) {
+			continue
+		}
+		out = append(out, in)
 	}
-	return ids, nil
+	slices.SortFunc(out, func(a, b sandbox.Info) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+// Read decodes the record of sandbox id (root/id/sandbox.json) into v; a missing one is
+// sandbox.ErrNotFound.
+func Read(root, id string, v any) error {
+	data, err := os.ReadFile(filepath.Join(root, id, "sandbox.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: %s (it was deleted, or belongs to another root than %s)", sandbox.ErrNotFound, id, root)
+	}
+	if err != nil {
+		return fmt.Errorf("read sandbox %s: %w", id, err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("sandbox %s: corrupt record: %w", id, err)
+	}
+	return nil
 }
 
 // Write replaces dir/sandbox.json with v as JSON, whole: readers see the old record or the new one.
