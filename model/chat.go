@@ -212,7 +212,8 @@ func (e *InvalidMessageError) Is(target error) bool { return target == ErrInvali
 // call they answer, and tool calls with an id, a name and JSON arguments. It returns an
 // *InvalidMessageError for the first message that fails.
 func Validate(msgs []Message) error {
-	for i, m := range msgs {
+	for i := range msgs {
+		m := &msgs[i] // a pointer: a copy of each message made long conversations cost more per turn
 		bad := func(reason string) error { return &InvalidMessageError{Index: i, Role: m.Role, Reason: reason} }
 		switch m.Role {
 		case RoleSystem, RoleUser:

@@ -1,6 +1,7 @@
 package prebuilt
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/binary"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Tool arguments are decoded on every call, and a model's arguments run to
@@ -23,8 +25,10 @@ import (
 // parseArgs parses raw as one JSON value into the types encoding/json's
 // Decoder gives with UseNumber: map[string]any, []any, string, json.Number,
 // bool and nil. ok is false when raw is not something it takes on itself.
-func parseArgs(raw []byte) (x any, ok bool) {
-	p := argParser{b: raw}
+//
+// With share, strings point into raw instead of being copied (see sharedArgs).
+func parseArgs(raw []byte, share bool) (x any, ok bool) {
+	p := argParser{b: raw, share: share}
 	p.space()
 	x, ok = p.value(0)
 	if !ok {
@@ -35,8 +39,9 @@ func parseArgs(raw []byte) (x any, ok bool) {
 }
 
 type argParser struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	share bool // strings may point into b
 }
 
 // maxArgDepth bounds nesting; deeper text goes to encoding/json.
@@ -170,6 +175,13 @@ var plain = func() (t [256]bool) {
 
 func (p *argParser) str() (any, bool) {
 	start := p.i + 1
+	// Most strings hold no escape and no multi-byte character: find the
+	// closing quote with IndexByte (vector instructions) and check the bytes
+	// before it eight at a time; anything else takes the loop below.
+	if q := bytes.IndexByte(p.b[start:], '"'); q >= 0 && asciiPlain(p.b[start:start+q]) && bytes.IndexByte(p.b[start:start+q], '\\') < 0 {
+		p.i = start + q + 1
+		return p.text(p.b[start : start+q]), true
+	}
 	j := start
 	escaped, wide := false, false
 	for {
@@ -192,7 +204,7 @@ func (p *argParser) str() (any, bool) {
 			if escaped {
 				return unescape(seg)
 			}
-			return string(seg), true
+			return p.text(seg), true
 		case c == '\\':
 			escaped = true
 			j += 2
@@ -203,6 +215,39 @@ func (p *argParser) str() (any, bool) {
 			j++
 		}
 	}
+}
+
+// text returns seg as a string, sharing its bytes when the parser may.
+func (p *argParser) text(seg []byte) string {
+	if p.share && len(seg) > 0 {
+		return unsafe.String(&seg[0], len(seg))
+	}
+	return string(seg)
+}
+
+// asciiPlain reports whether b holds printable ASCII only (its caller looks
+// for quotes and backslashes with IndexByte).
+func asciiPlain(b []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	le := binary.LittleEndian
+	var acc uint64
+	for ; len(b) >= 32; b = b[32:] {
+		x0, x1, x2, x3 := le.Uint64(b), le.Uint64(b[8:]), le.Uint64(b[16:]), le.Uint64(b[24:])
+		acc |= x0 | (x0 - ones*0x20) | x1 | (x1 - ones*0x20) | x2 | (x2 - ones*0x20) | x3 | (x3 - ones*0x20)
+	}
+	for ; len(b) >= 8; b = b[8:] {
+		x := le.Uint64(b)
+		acc |= x | (x - ones*0x20)
+	}
+	if acc&highs != 0 {
+		return false // a control byte, a multi-byte character, or a borrow from one of them
+	}
+	for _, c := range b {
+		if c < 0x20 || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // special8 reports whether any of the eight bytes in x may end a run of

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/agentgraph/agentgraph/model"
 )
 
 // jsonTree decodes raw as the slow path does: encoding/json's Decoder with
@@ -39,7 +42,7 @@ var argTexts = []string{
 
 func TestParseArgsMatchesEncodingJSON(t *testing.T) {
 	for _, text := range argTexts {
-		got, ok := parseArgs([]byte(text))
+		got, ok := parseArgs([]byte(text), false)
 		want, wantOK := jsonTree([]byte(text))
 		if ok && !wantOK {
 			t.Errorf("parseArgs(%q) accepted text encoding/json rejects", text)
@@ -56,7 +59,7 @@ func FuzzParseArgs(f *testing.F) {
 		f.Add(text)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		got, ok := parseArgs([]byte(text))
+		got, ok := parseArgs([]byte(text), false)
 		if !ok {
 			return // encoding/json decides
 		}
@@ -131,7 +134,7 @@ func TestToolArgsMatchEncodingJSON(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, want := c.dst(), c.dst()
-		err := c.tool.decode(json.RawMessage(c.text), got)
+		err := c.tool.decode(json.RawMessage(c.text), false, got)
 		werr := json.Unmarshal([]byte(c.text), want)
 		if err == nil && werr != nil {
 			t.Errorf("%s: decode accepted what json.Unmarshal rejects (%v)", c.text, werr)
@@ -165,11 +168,64 @@ func TestParseArgsLongStrings(t *testing.T) {
 		`{"q":"` + long + `\n` + long + `\"` + long + `"}`,
 		`{"q":"` + long + `é中` + long + `\u00e9"}`,
 		`{"q":"` + long + "\x7f~ " + long + `"}`,
+		`{"q":"` + long + "\x01" + long + `"}`,
+		`{"q":"` + long[:37] + `\\` + long[:40] + `"}`,
 	} {
-		got, ok := parseArgs([]byte(text))
+		got, ok := parseArgs([]byte(text), false)
 		want, wantOK := jsonTree([]byte(text))
-		if !ok || !wantOK || !reflect.DeepEqual(got, want) {
+		if ok != wantOK || !reflect.DeepEqual(got, want) {
 			t.Errorf("parseArgs of a %d-byte text = %v, %v; encoding/json gives ok %v", len(text), ok, reflect.DeepEqual(got, want), wantOK)
 		}
+	}
+}
+
+// asciiPlain reads blocks of 32 and 8 bytes, then single bytes: every
+// byte value at every position of each kind of block must be judged alone.
+func TestASCIIPlain(t *testing.T) {
+	for _, n := range []int{1, 7, 8, 9, 31, 32, 33, 40, 71} {
+		for pos := range n {
+			for c := range 256 {
+				b := bytes.Repeat([]byte{'a'}, n)
+				b[pos] = byte(c)
+				if got, want := asciiPlain(b), c >= 0x20 && c < 0x80; got != want {
+					t.Fatalf("asciiPlain of %d bytes with %#x at %d = %v, want %v", n, c, pos, got, want)
+				}
+			}
+		}
+	}
+}
+
+// A ToolNode's tools decode strings that point into the arguments of the
+// state's message (read-only); a direct call's arguments are copied, so
+// its caller may reuse the buffer.
+func TestToolArgumentStringsShareOnlyTheMessage(t *testing.T) {
+	type args struct {
+		Q string `json:"q"`
+	}
+	var got string
+	echo := MustTool("echo", "", func(_ context.Context, a args) (string, error) { got = a.Q; return "ok", nil })
+	raw := []byte(`{"q":"` + strings.Repeat("x", 100) + `"}`)
+	within := func(s string, b []byte) bool {
+		p, lo := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(&b[0]))
+		return p >= lo && p < lo+uintptr(len(b))
+	}
+
+	c := call("c1", "echo", string(raw))
+	if _, err := runTools(t, context.Background(), []Tool{echo}, []model.ToolCall{c}); err != nil {
+		t.Fatal(err)
+	}
+	if got != strings.Repeat("x", 100) || !within(got, c.Arguments) {
+		t.Errorf("inside a ToolNode the argument %.10q… is a copy (shares the message's bytes: %v)", got, within(got, c.Arguments))
+	}
+
+	if _, err := echo.Call(WithToolCallID(context.Background(), "c2"), raw); err != nil {
+		t.Fatal(err)
+	}
+	if within(got, raw) {
+		t.Fatal("a direct call's string argument points into the caller's buffer")
+	}
+	copy(raw[6:], "yyyy")
+	if got != strings.Repeat("x", 100) {
+		t.Errorf("reusing the caller's buffer changed the tool's argument to %.10q…", got)
 	}
 }

@@ -83,7 +83,7 @@ func (t *rawTool) Spec() model.ToolSpec {
 
 func (t *rawTool) Call(ctx context.Context, args json.RawMessage) (any, error) {
 	args = normalize(args)
-	x, err := parse(t.spec.Name, args)
+	x, err := parse(t.spec.Name, args, sharedArgs(ctx, args))
 	if err != nil {
 		return nil, err
 	}

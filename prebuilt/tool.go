@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/invopop/jsonschema"
 
@@ -119,7 +120,7 @@ func (t *toolInfo) Spec() model.ToolSpec {
 // Call decodes and checks raw, then calls the tool's function.
 func (t *typedTool[Args, Result]) Call(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args Args
-	if err := t.decode(raw, &args); err != nil {
+	if err := t.decode(raw, sharedArgs(ctx, raw), &args); err != nil {
 		return nil, err
 	}
 	r, err := t.fn(ctx, args)
@@ -168,8 +169,8 @@ func normalize(raw json.RawMessage) json.RawMessage {
 // on a tool call's path call parseArgs first themselves and come here only
 // when it declines, so that the common case adds no frame to the stack of
 // the call's goroutine.
-func parse(name string, raw json.RawMessage) (any, error) {
-	x, ok := parseArgs(raw)
+func parse(name string, raw json.RawMessage, share bool) (any, error) {
+	x, ok := parseArgs(raw, share)
 	if !ok {
 		var err error
 		if x, err = decodeArgs(name, raw); err != nil {
@@ -203,9 +204,9 @@ func textArgs(name, s string) error {
 	return &ArgumentError{Tool: name, Problems: []string{fmt.Sprintf("arguments are not a JSON object but the text %s; send one JSON object", show(s))}}
 }
 
-func (t *toolInfo) decode(raw json.RawMessage, dst any) error {
+func (t *toolInfo) decode(raw json.RawMessage, share bool, dst any) error {
 	raw = normalize(raw)
-	x, ok := parseArgs(raw)
+	x, ok := parseArgs(raw, share)
 	if !ok {
 		var err error
 		if x, err = decodeArgs(t.name, raw); err != nil {
@@ -283,6 +284,23 @@ type toolCallKey struct{}
 type toolCall struct {
 	id    string
 	state any
+	// args are the arguments of the call's message, which the engine
+	// never modifies: strings decoded from them need no copy.
+	args json.RawMessage
+}
+
+// sharedArgs reports whether strings decoded from raw may point into it
+// rather than be copied: raw lies within the arguments of the message a
+// ToolNode is answering (a message of the state, read-only like all of it).
+// Arguments from anywhere else, a direct call's or a middleware's rewrite,
+// are copied, so a caller may reuse its buffer.
+func sharedArgs(ctx context.Context, raw []byte) bool {
+	c, ok := ctx.Value(toolCallKey{}).(*toolCall)
+	if !ok || len(raw) == 0 || len(c.args) == 0 {
+		return false
+	}
+	msg, at := uintptr(unsafe.Pointer(unsafe.SliceData(c.args))), uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
+	return at >= msg && at+uintptr(len(raw)) <= msg+uintptr(len(c.args))
 }
 
 // ToolCallID returns the id of the tool call ctx's tool is answering, or ""
