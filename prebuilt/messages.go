@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"unsafe"
 
 	"github.com/agentgraph/agentgraph/graph"
 	"github.com/agentgraph/agentgraph/model"
@@ -161,12 +162,29 @@ func indexOf(msgs []model.Message, id string, index map[string]int) int {
 		}
 		return -1
 	}
+	if len(id) < 8 {
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if msgs[i].ID == id {
+				return i
+			}
+		}
+		return -1
+	}
+	// Every id is compared with each message's until one matches: compare
+	// the first eight bytes inline and call the full comparison only when
+	// they agree (ids of one conversation are mostly the same length).
+	head := idHead(id)
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].ID == id {
+		if m := msgs[i].ID; len(m) == len(id) && idHead(m) == head && m == id {
 			return i
 		}
 	}
 	return -1
+}
+
+// idHead returns the first eight bytes of an id of at least eight.
+func idHead(id string) uint64 {
+	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(id), 8))
 }
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)

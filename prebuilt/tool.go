@@ -280,13 +280,22 @@ var stateOutputType = reflect.TypeFor[stateOutput]()
 
 type toolCallKey struct{}
 
-// toolCall is what a ToolNode tells each tool through its context.
+// toolCall is what a ToolNode tells each tool through its context, and
+// that context itself (one allocation a call instead of two).
 type toolCall struct {
+	context.Context
 	id    string
 	state any
 	// args are the arguments of the call's message, which the engine
 	// never modifies: strings decoded from them need no copy.
 	args json.RawMessage
+}
+
+func (c *toolCall) Value(key any) any {
+	if key == (toolCallKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
 }
 
 // sharedArgs reports whether strings decoded from raw may point into it
@@ -329,5 +338,5 @@ func ToolState[S any](ctx context.Context) (S, bool) {
 // WithToolCallID returns ctx carrying a tool call id, for calling a tool
 // directly as a ToolNode would.
 func WithToolCallID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, toolCallKey{}, &toolCall{id: id})
+	return &toolCall{Context: ctx, id: id}
 }

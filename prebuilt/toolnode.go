@@ -228,7 +228,7 @@ func (n *ToolNode[S]) call(ctx context.Context, c model.ToolCall, state any) cal
 	if t == nil {
 		return callResult[S]{msg: model.ToolError(c.ID, c.Name, unknownToolContent(c.Name, n.known))}
 	}
-	v, err := invoke(context.WithValue(ctx, toolCallKey{}, &toolCall{id: c.ID, state: state, args: c.Arguments}), t, c)
+	v, err := invoke(&toolCall{Context: ctx, id: c.ID, state: state, args: c.Arguments}, t, c)
 	if err != nil {
 		return n.failed(ctx, c, err)
 	}
