@@ -111,6 +111,59 @@ func TestParallelStepReadsOneSnapshot(t *testing.T) {
 	}
 }
 
+// Tasks of a step whose nodes ran in a moment may run one after another;
+// if one of them then waits for a sibling, the sibling must still start.
+// Here two nodes run quickly for a few rounds of a loop and then meet: each
+// waits for the other before it returns.
+func TestQuickSiblingsThatWaitForEachOtherStillMeet(t *testing.T) {
+	const rounds, meetFrom = 6, 3
+	var mu sync.Mutex
+	meet := map[int][2]chan struct{}{}
+	channels := func(round int) [2]chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := meet[round]; !ok {
+			meet[round] = [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+		}
+		return meet[round]
+	}
+	b := newG()
+	b.AddNodeFunc("split", func(ctx context.Context, s St) (graph.Update[St], error) {
+		return graph.Updates(Count.Set(s.Count + 1)), nil
+	})
+	for i, n := range []string{"a", "b"} {
+		b.AddNodeFunc(n, func(ctx context.Context, s St) (graph.Update[St], error) {
+			if s.Count >= meetFrom {
+				ch := channels(s.Count)
+				close(ch[i])
+				select {
+				case <-ch[1-i]:
+				case <-time.After(10 * time.Second):
+					return graph.Update[St]{}, fmt.Errorf("round %d: %s waited 10 s for its sibling, which never started", s.Count, n)
+				}
+			}
+			return graph.Updates(Log.Add(n)), nil
+		})
+		b.AddEdge("split", n)
+	}
+	b.AddWaitingEdge([]string{"a", "b"}, "join")
+	b.AddNodeFunc("join", func(ctx context.Context, s St) (graph.Update[St], error) { return graph.Update[St]{}, nil })
+	b.AddEdge(graph.START, "split")
+	b.AddConditionalEdges("join", graph.RouteFunc(func(s St) string {
+		if s.Count < rounds {
+			return "split"
+		}
+		return graph.END
+	}), graph.BranchConfig{Paths: []string{"split", graph.END}})
+	res, err := mustCompile(t, b).Invoke(context.Background(), graph.Updates[St]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.State.Log) != 2*rounds || res.State.Count != rounds {
+		t.Fatalf("got %d log entries after %d rounds, want %d after %d", len(res.State.Log), res.State.Count, 2*rounds, rounds)
+	}
+}
+
 func TestLastValueConflictNamesKeyAndTasks(t *testing.T) {
 	b := newG()
 	for _, n := range []string{"left", "right"} {

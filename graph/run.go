@@ -130,6 +130,7 @@ type runner[S any] struct {
 	buckets [][]Write[S]
 	touched []int
 	marks   []bool
+	quick   []bool // by node: its last task in a step of several took under quickTask
 	marked  []int
 	bufs    [2][]*task[S]
 	flip    int
@@ -595,15 +596,51 @@ func (r *runner[S]) runTasks(tasks []*task[S]) {
 			cancel()
 		}
 	}
-	worker := func() {
-		defer wg.Done()
+	take := func() {
 		for {
 			i := int(taken.Add(1) - 1)
 			if i >= len(todo) {
 				return
 			}
-			runOne(todo[i])
+			t := todo[i]
+			start := time.Now()
+			runOne(t)
+			t.dur = time.Since(start)
 		}
+	}
+	worker := func() {
+		defer wg.Done()
+		take()
+	}
+	defer r.noteQuick(todo)
+	if r.events == nil && r.allQuick(todo) {
+		// Every task's node ran in a moment the last time: the caller runs
+		// them one after another, as starting a goroutine on another thread
+		// costs more than they do. Should one of them take longer this
+		// time (waiting on a sibling, say), the others start on their own
+		// goroutines after slowTask, as they would have at once.
+		var (
+			mu     sync.Mutex
+			closed bool
+		)
+		watch := time.AfterFunc(slowTask, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			for range len(todo) - int(taken.Load()) {
+				if closed {
+					return
+				}
+				wg.Add(1)
+				go worker()
+			}
+		})
+		take()
+		mu.Lock()
+		closed = true
+		mu.Unlock()
+		watch.Stop()
+		wg.Wait()
+		return
 	}
 	if r.events == nil {
 		// The caller takes tasks too, so a step of two tiny tasks starts one goroutine, not three, and
@@ -636,6 +673,45 @@ func (r *runner[S]) runTasks(tasks []*task[S]) {
 		case <-done:
 			r.events = nil
 			return
+		}
+	}
+}
+
+// quickTask is how long a task may take for its node to count as quick: a
+// step whose tasks' nodes are all quick runs them on the caller's goroutine.
+// It is about what handing a task to a sleeping thread costs. slowTask is
+// how long such a step waits before starting the tasks not yet begun on
+// goroutines of their own.
+const (
+	quickTask = 10 * time.Microsecond
+	slowTask  = 100 * time.Microsecond
+)
+
+// allQuick reports whether every task's node ran quickly the last time it
+// ran in a step of several tasks of this run.
+func (r *runner[S]) allQuick(tasks []*task[S]) bool {
+	if r.quick == nil {
+		return false
+	}
+	for _, t := range tasks {
+		if !r.quick[t.node.idx] {
+			return false
+		}
+	}
+	return true
+}
+
+// noteQuick records which nodes' tasks of a step of several ran quickly.
+func (r *runner[S]) noteQuick(tasks []*task[S]) {
+	if r.quick == nil {
+		r.quick = make([]bool, len(r.g.nodes))
+	}
+	for _, t := range tasks {
+		r.quick[t.node.idx] = true
+	}
+	for _, t := range tasks {
+		if t.dur >= quickTask || t.err != nil {
+			r.quick[t.node.idx] = false
 		}
 	}
 }
