@@ -101,7 +101,7 @@ func (p *argParser) object(depth int) (any, bool) {
 		if p.i >= len(p.b) || p.b[p.i] != '"' {
 			return nil, false
 		}
-		k, ok := p.str()
+		k, ok := p.strText()
 		if !ok {
 			return nil, false
 		}
@@ -115,7 +115,7 @@ func (p *argParser) object(depth int) (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		m[k.(string)] = v
+		m[k] = v
 		p.space()
 		if p.i >= len(p.b) {
 			return nil, false
@@ -174,6 +174,15 @@ var plain = func() (t [256]bool) {
 }()
 
 func (p *argParser) str() (any, bool) {
+	if s, ok := p.strText(); ok {
+		return s, true
+	}
+	return "", false
+}
+
+// strText is str without the boxing: the string at p.i, which starts with
+// a quote.
+func (p *argParser) strText() (string, bool) {
 	start := p.i + 1
 	// Most strings hold no escape and no multi-byte character: find the
 	// closing quote with IndexByte (vector instructions) and check the bytes
@@ -192,14 +201,14 @@ func (p *argParser) str() (any, bool) {
 			j++
 		}
 		if j >= len(p.b) {
-			return nil, false
+			return "", false
 		}
 		switch c := p.b[j]; {
 		case c == '"':
 			p.i = j + 1
 			seg := p.b[start:j]
 			if wide && !utf8.Valid(seg) {
-				return nil, false // encoding/json replaces bad bytes
+				return "", false // encoding/json replaces bad bytes
 			}
 			if escaped {
 				return unescape(seg)
@@ -209,7 +218,7 @@ func (p *argParser) str() (any, bool) {
 			escaped = true
 			j += 2
 		case c < 0x20:
-			return nil, false
+			return "", false
 		default:
 			wide = true
 			j++
@@ -263,7 +272,7 @@ func special8(x uint64) bool {
 
 // unescape decodes the escapes of a string's body. Lone surrogates, which
 // encoding/json replaces, are left to it.
-func unescape(seg []byte) (any, bool) {
+func unescape(seg []byte) (string, bool) {
 	var sb strings.Builder
 	sb.Grow(len(seg))
 	for i := 0; i < len(seg); {
@@ -278,7 +287,7 @@ func unescape(seg []byte) (any, bool) {
 			continue
 		}
 		if i+1 >= len(seg) {
-			return nil, false
+			return "", false
 		}
 		switch seg[i+1] {
 		case '"', '\\', '/':
@@ -296,26 +305,26 @@ func unescape(seg []byte) (any, bool) {
 		case 'u':
 			r, ok := hex4(seg[i+2:])
 			if !ok {
-				return nil, false
+				return "", false
 			}
 			i += 6
 			if utf16.IsSurrogate(r) {
 				if r >= 0xDC00 || i+1 >= len(seg) || seg[i] != '\\' || seg[i+1] != 'u' {
-					return nil, false
+					return "", false
 				}
 				r2, ok := hex4(seg[i+2:])
 				if !ok {
-					return nil, false
+					return "", false
 				}
 				if r = utf16.DecodeRune(r, r2); r == utf8.RuneError {
-					return nil, false
+					return "", false
 				}
 				i += 6
 			}
 			sb.WriteRune(r)
 			continue
 		default:
-			return nil, false
+			return "", false
 		}
 		i += 2
 	}

@@ -144,13 +144,24 @@ func BenchmarkToolArguments(b *testing.B) {
 	echo := MustTool("search", "Search the web.", func(_ context.Context, a args) (string, error) { return a.Query, nil })
 	q := strings.Repeat(rand.Text()+"-0000-4000", 100)
 	raw, _ := json.Marshal(args{Query: q})
-	ctx := context.Background()
-	b.SetBytes(int64(len(raw)))
-	b.ReportAllocs()
-	for b.Loop() {
-		out, err := echo.Call(ctx, raw)
-		if s, _ := out.(string); err != nil || len(s) != len(q) {
-			b.Fatal(err)
-		}
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		// Called directly, the strings are copied out of raw; in a ToolNode
+		// they point into the call's message.
+		{"Direct", context.Background()},
+		{"InToolNode", &toolCall{Context: context.Background(), id: "c", args: raw}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := echo.Call(c.ctx, raw)
+				if s, _ := out.(string); err != nil || len(s) != len(q) {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

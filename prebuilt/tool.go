@@ -58,6 +58,7 @@ type toolInfo struct {
 	schema      *jsonschema.Schema
 	params      json.RawMessage
 	assign      assigner // nil: arguments decode through encoding/json
+	flat        *flatArgs
 }
 
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -97,7 +98,7 @@ func NewTool[Args, Result any](name, description string, fn func(ctx context.Con
 		return nil, fmt.Errorf("prebuilt: tool %q: encode schema: %w", name, err)
 	}
 	return &typedTool[Args, Result]{
-		toolInfo: toolInfo{name: name, description: description, schema: s, params: params, assign: assignerFor(reflect.TypeFor[Args]())},
+		toolInfo: toolInfo{name: name, description: description, schema: s, params: params, assign: assignerFor(reflect.TypeFor[Args]()), flat: newFlatArgs(reflect.TypeFor[Args](), s)},
 		fn:       fn,
 	}, nil
 }
@@ -206,6 +207,13 @@ func textArgs(name, s string) error {
 
 func (t *toolInfo) decode(raw json.RawMessage, share bool, dst any) error {
 	raw = normalize(raw)
+	if t.flat != nil {
+		v := reflect.ValueOf(dst).Elem()
+		if t.flat.decode(raw, share, v) {
+			return nil
+		}
+		v.SetZero()
+	}
 	x, ok := parseArgs(raw, share)
 	if !ok {
 		var err error
