@@ -336,8 +336,9 @@ func ToolCallID(ctx context.Context) string {
 // prefer passing what the tool needs as arguments or run config values.
 func ToolState[S any](ctx context.Context) (S, bool) {
 	if c, ok := ctx.Value(toolCallKey{}).(*toolCall); ok {
-		s, ok := c.state.(S)
-		return s, ok
+		if s, ok := c.state.(*S); ok {
+			return *s, true
+		}
 	}
 	var zero S
 	return zero, false

@@ -145,10 +145,17 @@ func (n *ToolNode[S]) Run(ctx context.Context, s S) (graph.Update[S], error) {
 	if len(calls) == 0 {
 		return graph.Update[S]{}, nil
 	}
+	state := any(&s) // s is on the heap already: a pointer to it is not another copy
+	if len(calls) == 1 {
+		r := n.call(ctx, calls[0], state)
+		if r.fatal != nil {
+			return graph.Update[S]{}, r.fatal
+		}
+		return n.update([]model.Message{r.msg}, r.writes, r.gotos), nil
+	}
 	results := make([]callResult[S], len(calls))
-	state := any(s)
 	var fatal error
-	if len(calls) == 1 || n.o.maxParallel == 1 {
+	if n.o.maxParallel == 1 {
 		for i, c := range calls {
 			if results[i] = n.call(ctx, c, state); results[i].fatal != nil {
 				fatal = results[i].fatal
@@ -162,20 +169,29 @@ func (n *ToolNode[S]) Run(ctx context.Context, s S) (graph.Update[S], error) {
 		return graph.Update[S]{}, fatal
 	}
 	out := make([]model.Message, len(calls))
-	writes := make([]graph.Write[S], 1, 1+len(calls))
-	var gotos []string
+	var (
+		writes []graph.Write[S]
+		gotos  []string
+	)
 	for i := range results {
 		r := &results[i]
 		out[i] = r.msg
 		writes = append(writes, r.writes...)
 		gotos = append(gotos, r.gotos...)
 	}
-	writes[0] = n.messages.Add(out...)
-	u := graph.Updates(writes...)
+	return n.update(out, writes, gotos), nil
+}
+
+// update is the node's result: the tool messages, then the writes and
+// routes the tools' Outputs asked for.
+func (n *ToolNode[S]) update(msgs []model.Message, writes []graph.Write[S], gotos []string) graph.Update[S] {
+	all := make([]graph.Write[S], 1, 1+len(writes))
+	all[0] = n.messages.Add(msgs...)
+	u := graph.Updates(append(all, writes...)...)
 	if len(gotos) > 0 {
 		u = u.Goto(gotos...)
 	}
-	return u, nil
+	return u
 }
 
 // callAll runs the calls concurrently and returns the first failure that
