@@ -89,6 +89,10 @@ func failed(r Result, err error) Result {
 // five times); LangGraph.js's harness does the same.
 const warmup = 300 * time.Millisecond
 
+// blockTime is about how long a block of timed runs of one kind lasts (see
+// measureCell).
+const blockTime = 10 * time.Millisecond
+
 // measureCell prepares one cell and the workload's plain Go loop, warms both
 // up while checking their results, then runs them alternately until p.Target
 // has passed and at least p.MinRuns pairs were timed.
@@ -121,13 +125,31 @@ func measureCell(ctx context.Context, f Framework, w Workload, v Variant, p plan
 		return nil
 	}
 	// Warm up: one run, then more until warmup has passed or five ran.
+	var longest time.Duration
 	for i, t0 := 0, time.Now(); i == 0 || i < 5 && time.Since(t0) < warmup; i++ {
+		t1 := time.Now()
 		if err := check(plain); err != nil {
 			return failed(r, fmt.Errorf("plain Go loop: %w", err))
 		}
 		if err := check(run); err != nil {
 			return failed(r, fmt.Errorf("warm-up: %w", err))
 		}
+		longest = time.Since(t1)
+	}
+	// Runs are timed in blocks of k runs of one kind, the loop's and the
+	// cell's taking turns, and each block gives the time of one run. A block
+	// lasts about blockTime, so that it pays for collecting its own garbage
+	// rather than mostly the block's before it, as single runs of a workload
+	// that leaves megabytes of garbage would.
+	k := max(1, int(blockTime/max(longest, time.Microsecond)))
+	block := func(run Runner) (time.Duration, error) {
+		t0 := time.Now()
+		for range k {
+			if err := check(run); err != nil {
+				return 0, err
+			}
+		}
+		return time.Since(t0) / time.Duration(k), nil
 	}
 	runtime.GC()
 	var times, plains, over []time.Duration
@@ -136,18 +158,17 @@ func measureCell(ctx context.Context, f Framework, w Workload, v Variant, p plan
 		if err := ctx.Err(); err != nil {
 			return failed(r, err)
 		}
-		t0 := time.Now()
-		if err := check(plain); err != nil {
+		pt, err := block(plain)
+		if err != nil {
 			return failed(r, fmt.Errorf("plain Go loop: %w", err))
 		}
-		t1 := time.Now()
-		if err := check(run); err != nil {
+		ct, err := block(run)
+		if err != nil {
 			return failed(r, err)
 		}
-		t2 := time.Now()
-		times, plains, over = append(times, t2.Sub(t1)), append(plains, t1.Sub(t0)), append(over, t2.Sub(t1)-t1.Sub(t0))
+		times, plains, over = append(times, ct), append(plains, pt), append(over, ct-pt)
 	}
-	r.Status, r.Runs = statusOK, len(times)
+	r.Status, r.Runs = statusOK, len(times)*k
 	r.MedianMS, r.MinMS = medianMS(times), ms(slices.Min(times))
 	r.PlainMS, r.OverheadMS = medianMS(plains), medianMS(over)
 	return r
