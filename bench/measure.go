@@ -44,8 +44,9 @@ type Result struct {
 	Check      int     `json:"check,omitempty"`
 	Durability string  `json:"durability,omitempty"`
 	// PlainMS is the median of the workload's plain Go loop (plain.go),
-	// timed alternately with the cell; OverheadMS is the median of the
-	// differences of each cell run and the loop run beside it: what the
+	// timed alternately with the cell (in blocks, see measureCell);
+	// OverheadMS is the median of the differences between a block's time
+	// of one cell run and the loop's block beside it: what the
 	// framework costs beyond the work itself. Cells measured outside this
 	// process (LangGraph.js) have neither.
 	PlainMS    float64 `json:"plain_go_ms,omitempty"`
@@ -95,7 +96,7 @@ const blockTime = 10 * time.Millisecond
 
 // measureCell prepares one cell and the workload's plain Go loop, warms both
 // up while checking their results, then runs them alternately until p.Target
-// has passed and at least p.MinRuns pairs were timed.
+// has passed and at least p.MinRuns pairs of blocks were timed.
 func measureCell(ctx context.Context, f Framework, w Workload, v Variant, p plan) Result {
 	r := Result{Framework: f.Name(), Workload: w.Name, Variant: v}
 	dir, err := os.MkdirTemp("", "bench-cell-")

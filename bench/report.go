@@ -44,7 +44,7 @@ func (r *report) markdown(p plan, names []string) string {
 	}
 	fmt.Fprintf(&b, "\n## Median time per run (%s, %s CPUs, %s, node %s)\n\n", r.Machine["cpu"], r.Machine["cpus"], r.Machine["go"], r.Machine["node"])
 	fmt.Fprintf(&b, "Load average at start %s, at end %s.\n\n", r.Machine["loadavg_start"], r.Machine["loadavg_end"])
-	b.WriteString("A Go framework's cell reads \"time (overhead)\": the overhead is the median difference between a run of the cell and a run of the plain Go loop timed beside it (the same node, model and tool work with no framework, `plain.go`).\n\n")
+	b.WriteString("A Go framework's cell reads \"time (overhead)\": the overhead is the median difference between the time of a run of the cell and of a run of the plain Go loop timed beside it (the same node, model and tool work with no framework, `plain.go`), both timed in alternating blocks of runs of about 10 ms.\n\n")
 	b.WriteString("| workload | saver | plain Go |")
 	for _, n := range names {
 		b.WriteString(" " + n + " |")
