@@ -573,7 +573,9 @@ func (r *runner[S]) runTasks(tasks []*task[S]) {
 	if r.rc.maxConcurrency > 0 {
 		sem = make(chan struct{}, r.rc.maxConcurrency)
 	}
-	if r.rc.modes&(ModeCustom|ModeMessages|ModeDebug) != 0 {
+	if r.rc.modes&(ModeCustom|ModeMessages|ModeDebug) != 0 || r.shared.subgraphs {
+		// Events from the tasks (subgraphs' too) reach the stream through the
+		// caller's goroutine, one at a time.
 		r.events = make(chan streamItem)
 	}
 	// Each goroutine takes tasks until none is left, and a new one starts
@@ -634,12 +636,16 @@ func (r *runner[S]) runTasks(tasks []*task[S]) {
 				go worker()
 			}
 		})
+		stop := func() {
+			mu.Lock()
+			closed = true // no Add after this, so none races the Wait below
+			mu.Unlock()
+			watch.Stop()
+		}
+		defer stop() // also when a task's tracer or retry policy panics
 		take()
-		mu.Lock()
-		closed = true
-		mu.Unlock()
-		watch.Stop()
-		wg.Wait()
+		stop()
+		wg.Wait() // for the goroutines the watchdog started, if any
 		return
 	}
 	if r.events == nil {

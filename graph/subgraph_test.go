@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentgraph/agentgraph/checkpoint"
 	"github.com/agentgraph/agentgraph/graph"
@@ -369,5 +371,39 @@ func TestInterruptWithoutSaver(t *testing.T) {
 	_, err = g.Invoke(context.Background(), graph.Updates[St](), graph.WithResume("x"))
 	if !errors.Is(err, graph.ErrNoSaver) {
 		t.Fatalf("resume without a saver: %v", err)
+	}
+}
+
+// Two subgraphs in one step stream their updates with WithSubgraphs: their
+// events reach the consumer one at a time, from the caller's goroutine
+// (the race detector checks), and none is lost.
+func TestParallelSubgraphsStreamTheirUpdates(t *testing.T) {
+	cb := newG()
+	cb.AddNodeFunc("x", func(ctx context.Context, s St) (graph.Update[St], error) {
+		time.Sleep(time.Millisecond)
+		return graph.Updates(Log.Add("x")), nil
+	})
+	cb.AddNodeFunc("y", func(ctx context.Context, s St) (graph.Update[St], error) { return graph.Updates(Log.Add("y")), nil })
+	cb.AddEdge(graph.START, "x").AddEdge("x", "y").AddEdge("y", graph.END)
+	child := mustCompile(t, cb)
+	b := newG()
+	in := func(ctx context.Context, p St) (St, error) { return St{}, nil }
+	out := func(ctx context.Context, c St) (graph.Update[St], error) {
+		return graph.Updates(Log.Add(c.Log...)), nil
+	}
+	b.AddNode("s1", graph.Subgraph(child, in, out)).AddNode("s2", graph.Subgraph(child, in, out))
+	b.AddEdge(graph.START, "s1").AddEdge(graph.START, "s2").AddEdge("s1", graph.END).AddEdge("s2", graph.END)
+	g := mustCompile(t, b)
+	got := map[string]int{}
+	for ev, err := range g.Stream(context.Background(), graph.Updates[St](), graph.WithSubgraphs(), graph.WithStreamModes(graph.ModeUpdates)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns, _, _ := strings.Cut(ev.Namespace, ":")
+		got[ns+"/"+ev.Node]++
+	}
+	want := map[string]int{"s1/x": 1, "s1/y": 1, "s2/x": 1, "s2/y": 1, "/s1": 1, "/s2": 1}
+	if !maps.Equal(got, want) {
+		t.Fatalf("updates by namespace/node: %v, want %v", got, want)
 	}
 }

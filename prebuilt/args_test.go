@@ -134,7 +134,7 @@ func TestToolArgsMatchEncodingJSON(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, want := c.dst(), c.dst()
-		err := c.tool.decode(json.RawMessage(c.text), false, got)
+		err := c.tool.decode(context.Background(), json.RawMessage(c.text), got)
 		werr := json.Unmarshal([]byte(c.text), want)
 		if err == nil && werr != nil {
 			t.Errorf("%s: decode accepted what json.Unmarshal rejects (%v)", c.text, werr)

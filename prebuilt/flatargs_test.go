@@ -45,7 +45,7 @@ func checkFlat(t *testing.T, tool *toolInfo, text string, dst func() any) {
 	general := *tool
 	general.flat = nil
 	want := dst()
-	if err := general.decode(raw, false, want); err != nil {
+	if err := general.decode(context.Background(), raw, want); err != nil {
 		t.Fatalf("%q: the flat decoder took arguments the general path rejects: %v", text, err)
 	}
 	if !reflect.DeepEqual(got.Interface(), want) {
@@ -74,7 +74,7 @@ func TestFlatArgsAgreeWithTheGeneralPath(t *testing.T) {
 	if bound.flat != nil {
 		t.Error("a field with a minimum has a flat decoder, which would skip the bound")
 	}
-	if err := bound.decode(json.RawMessage(`{"n":0,"s":"x"}`), false, new(argFlatBound)); err == nil || !strings.Contains(err.Error(), "at least 1") {
+	if err := bound.decode(context.Background(), json.RawMessage(`{"n":0,"s":"x"}`), new(argFlatBound)); err == nil || !strings.Contains(err.Error(), "at least 1") {
 		t.Errorf("n below its minimum: err = %v", err)
 	}
 	all := &MustTool("all", "", func(_ context.Context, a argAll) (string, error) { return "", nil }).(*typedTool[argAll, string]).toolInfo

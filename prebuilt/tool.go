@@ -121,7 +121,7 @@ func (t *toolInfo) Spec() model.ToolSpec {
 // Call decodes and checks raw, then calls the tool's function.
 func (t *typedTool[Args, Result]) Call(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args Args
-	if err := t.decode(raw, sharedArgs(ctx, raw), &args); err != nil {
+	if err := t.decode(ctx, raw, &args); err != nil {
 		return nil, err
 	}
 	r, err := t.fn(ctx, args)
@@ -205,8 +205,9 @@ func textArgs(name, s string) error {
 	return &ArgumentError{Tool: name, Problems: []string{fmt.Sprintf("arguments are not a JSON object but the text %s; send one JSON object", show(s))}}
 }
 
-func (t *toolInfo) decode(raw json.RawMessage, share bool, dst any) error {
+func (t *toolInfo) decode(ctx context.Context, raw json.RawMessage, dst any) error {
 	raw = normalize(raw)
+	share := sharedArgs(ctx, raw)
 	if t.flat != nil {
 		v := reflect.ValueOf(dst).Elem()
 		if t.flat.decode(raw, share, v) {
@@ -339,6 +340,10 @@ func ToolState[S any](ctx context.Context) (S, bool) {
 		if s, ok := c.state.(*S); ok {
 			return *s, true
 		}
+		if p := reflect.ValueOf(c.state); p.Kind() == reflect.Pointer && !p.IsNil() {
+			s, ok := p.Elem().Interface().(S) // S an interface the state implements
+			return s, ok
+		}
 	}
 	var zero S
 	return zero, false
@@ -347,5 +352,8 @@ func ToolState[S any](ctx context.Context) (S, bool) {
 // WithToolCallID returns ctx carrying a tool call id, for calling a tool
 // directly as a ToolNode would.
 func WithToolCallID(ctx context.Context, id string) context.Context {
+	if ctx == nil {
+		panic("prebuilt: WithToolCallID of a nil context")
+	}
 	return &toolCall{Context: ctx, id: id}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -443,6 +444,9 @@ func TestToolStateInTools(t *testing.T) {
 		}
 		if _, wrong := ToolState[MessagesState](ctx); wrong {
 			return "", errors.New("state of another type")
+		}
+		if a, ok := ToolState[any](ctx); !ok || !reflect.DeepEqual(a, s) {
+			return "", errors.New("no state as an interface it implements")
 		}
 		return fmt.Sprint(len(s.Messages), " messages"), nil
 	})
