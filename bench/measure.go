@@ -86,8 +86,7 @@ func failed(r Result, err error) Result {
 	return r
 }
 
-// warmup is how long a cell runs before it is timed (at least once, at most
-// five times); LangGraph.js's harness does the same.
+// warmup is how long a cell runs before it is timed (at least five times).
 const warmup = 300 * time.Millisecond
 
 // blockTime is about how long a block of timed runs of one kind lasts (see
@@ -125,9 +124,10 @@ func measureCell(ctx context.Context, f Framework, w Workload, v Variant, p plan
 		r.Check = got
 		return nil
 	}
-	// Warm up: one run, then more until warmup has passed or five ran.
+	// Warm up: five runs, then more until warmup has passed, so that the
+	// heap has grown to its steady size before the timing starts.
 	var longest time.Duration
-	for i, t0 := 0, time.Now(); i == 0 || i < 5 && time.Since(t0) < warmup; i++ {
+	for i, t0 := 0, time.Now(); i < 5 || time.Since(t0) < warmup; i++ {
 		t1 := time.Now()
 		if err := check(plain); err != nil {
 			return failed(r, fmt.Errorf("plain Go loop: %w", err))
