@@ -91,6 +91,19 @@ func TestGrowthReportsEveryTurn(t *testing.T) {
 	}
 }
 
+// A short loop runs five times and the report keeps the run of median
+// total time; a loop cut short by its budget runs once.
+func TestGrowthMedianOfRuns(t *testing.T) {
+	g := measureGrowthMedian(context.Background(), langgraphgoFramework{}, 5, plan{GrowthBudget: time.Minute})
+	if g.Status != statusOK || g.Runs != growthRuns || g.Reached != 5 || len(g.CallMS) != 6 {
+		t.Fatalf("growth = status %s (%s), %d runs, reached %d, %d call times; want %d runs of 5 turns", g.Status, g.Reason, g.Runs, g.Reached, len(g.CallMS), growthRuns)
+	}
+	g = measureGrowthMedian(context.Background(), langgraphgoFramework{}, 5000, plan{GrowthBudget: 200 * time.Millisecond})
+	if g.Stopped == "" || g.Runs != 0 {
+		t.Fatalf("growth cut short = stopped %q, %d runs; want one run, reported as is", g.Stopped, g.Runs)
+	}
+}
+
 func TestGrowthStopsAtTheBudget(t *testing.T) {
 	p := plan{GrowthBudget: 300 * time.Millisecond}
 	g := measureGrowth(context.Background(), langgraphgoFramework{}, 5000, p)

@@ -122,7 +122,7 @@ func run() error {
 		}
 		for _, turns := range p.Growth {
 			progress(name, "growth", strconv.Itoa(turns))
-			rep.Growth = append(rep.Growth, measureGrowth(ctx, f, turns, p))
+			rep.Growth = append(rep.Growth, measureGrowthMedian(ctx, f, turns, p))
 		}
 	}
 	if slices.ContainsFunc(groups, func(g string) bool { return slices.Contains(goBenchGroups(), g) }) && ctx.Err() == nil {

@@ -131,6 +131,7 @@ func (r *report) markdown(p plan, names []string) string {
 	}
 	if len(r.Growth) > 0 {
 		b.WriteString("\n## Growth check: agent loop with a saver at every step, mean time per turn\n\n")
+		b.WriteString("A Go framework's loop runs up to five times; the figure is its run of median total time.\n\n")
 		b.WriteString("| framework |")
 		for _, t := range p.Growth {
 			fmt.Fprintf(&b, " %d turns |", t)
