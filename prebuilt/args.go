@@ -90,35 +90,48 @@ func (p *argParser) word(w string) bool {
 }
 
 func (p *argParser) object(depth int) (any, bool) {
-	p.i++ // {
 	m := map[string]any{}
+	ok := p.members(func(k string) bool {
+		v, ok := p.value(depth + 1)
+		m[k] = v
+		return ok
+	})
+	if !ok {
+		return nil, false
+	}
+	return m, true
+}
+
+// members parses the object at p.i (which starts with '{'), calling member
+// with each key once p.i is at its value; member parses the value. It
+// reports false on a syntax error or when member does.
+func (p *argParser) members(member func(key string) bool) bool {
+	p.i++ // {
 	p.space()
 	if p.i < len(p.b) && p.b[p.i] == '}' {
 		p.i++
-		return m, true
+		return true
 	}
 	for {
 		if p.i >= len(p.b) || p.b[p.i] != '"' {
-			return nil, false
+			return false
 		}
 		k, ok := p.strText()
 		if !ok {
-			return nil, false
+			return false
 		}
 		p.space()
 		if p.i >= len(p.b) || p.b[p.i] != ':' {
-			return nil, false
+			return false
 		}
 		p.i++
 		p.space()
-		v, ok := p.value(depth + 1)
-		if !ok {
-			return nil, false
+		if !member(k) {
+			return false
 		}
-		m[k] = v
 		p.space()
 		if p.i >= len(p.b) {
-			return nil, false
+			return false
 		}
 		switch p.b[p.i] {
 		case ',':
@@ -126,9 +139,9 @@ func (p *argParser) object(depth int) (any, bool) {
 			p.space()
 		case '}':
 			p.i++
-			return m, true
+			return true
 		default:
-			return nil, false
+			return false
 		}
 	}
 }

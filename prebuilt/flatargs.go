@@ -105,51 +105,17 @@ func (f *flatArgs) decode(raw []byte, share bool, v reflect.Value) bool {
 	if p.i >= len(p.b) || p.b[p.i] != '{' {
 		return false
 	}
-	p.i++
-	p.space()
 	var seen uint64
-	if p.i < len(p.b) && p.b[p.i] == '}' {
-		p.i++
-	} else {
-		for {
-			if p.i >= len(p.b) || p.b[p.i] != '"' {
-				return false
-			}
-			name, ok := p.strText()
-			if !ok {
-				return false
-			}
-			i := f.find(name)
-			if i < 0 {
-				return false
-			}
-			p.space()
-			if p.i >= len(p.b) || p.b[p.i] != ':' {
-				return false
-			}
-			p.i++
-			p.space()
-			if p.i >= len(p.b) || !f.fields[i].value(&p, v.Field(f.fields[i].index)) {
-				return false
-			}
-			seen |= 1 << i
-			p.space()
-			if p.i >= len(p.b) {
-				return false
-			}
-			if p.b[p.i] == '}' {
-				p.i++
-				break
-			}
-			if p.b[p.i] != ',' {
-				return false
-			}
-			p.i++
-			p.space()
+	ok := p.members(func(name string) bool {
+		i := f.find(name)
+		if i < 0 || p.i >= len(p.b) || !f.fields[i].value(&p, v.Field(f.fields[i].index)) {
+			return false
 		}
-	}
+		seen |= 1 << i
+		return true
+	})
 	p.space()
-	return p.i == len(p.b) && seen&f.required == f.required
+	return ok && p.i == len(p.b) && seen&f.required == f.required
 }
 
 // value parses one value at p.i (there is one byte at least) into v.
